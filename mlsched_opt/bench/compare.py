@@ -1,0 +1,111 @@
+"""Run several methods on one instance, check each answer, and compare it with the optimum."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..checking import CheckResult, check_solution
+from ..io.instance import Instance
+from ..io.solution import Solution
+from ..problems import Family
+from ..solvers import SolveOptions, SolveReport
+
+
+@dataclass
+class Row:
+    """One line of a comparison: a method (with its solver), its report, and the checker's verdict."""
+
+    label: str
+    method: str
+    report: SolveReport
+    check: CheckResult | None
+    ratio: float | None = None
+    ratio_is_bound: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label, "method": self.method, **self.report.to_dict(),
+            "check": None if self.check is None else self.check.to_dict(),
+            "ratio": None if self.ratio is None or not math.isfinite(self.ratio) else self.ratio,
+            "ratio_is_bound": self.ratio_is_bound,
+        }
+
+
+def approximation_ratio(value: float, reference: float, sense: str) -> float:
+    """The factor by which ``value`` falls short of ``reference`` (>= 1; 1 means as good).
+
+    ``reference / value`` for maximization, ``value / reference`` for minimization, so that a
+    ratio reads the same way for both senses.
+    """
+    num, den = (reference, value) if sense == "max" else (value, reference)
+    if abs(num - den) <= 1e-9 * max(1.0, abs(num)):
+        return 1.0
+    return math.inf if den == 0 else num / den
+
+
+def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], options: Mapping[str, Any],
+            solve_options: SolveOptions, lp_bound: bool = True,
+            progress: Callable[[str], None] | None = None) -> list[Row]:
+    """Run each ``(method, solver)`` pair; add the LP bound row; fill in ratios to the proven optimum.
+
+    When no exact row proves optimality, ratios are taken against the best proven bound and
+    flagged ``ratio_is_bound`` (the true ratio is at most that).
+    """
+    rows: list[Row] = []
+    opts = family.parse_options(options)
+    for method, solver in methods:
+        label = f"{method} ({solver})" if family.method(method).kind == "exact" else method
+        if progress:
+            progress(f"running {label} ...")
+        sol: Solution = family.run(instance, method, SolveOptions(**{**solve_options.to_dict(), "solver": solver}), opts)
+        check = check_solution(instance, sol) if sol.decision is not None else None
+        rows.append(Row(label, method, sol.report, check))
+    if lp_bound:
+        if progress:
+            progress("solving the LP relaxation ...")
+        rows.append(Row("lp-relaxation (bound)", "lp", family.lp_bound(instance, opts, solve_options), None))
+    _fill_ratios(rows, family.sense(opts))
+    return rows
+
+
+def _fill_ratios(rows: list[Row], sense: str) -> None:
+    proven = [r.report.objective for r in rows if r.method != "lp" and r.report.status == "optimal"]
+    bounds = [r.report.bound for r in rows if r.report.bound is not None and r.report.status in ("optimal", "feasible")]
+    if proven:
+        reference, is_bound = proven[0], False
+    elif bounds:
+        reference, is_bound = (max(bounds) if sense == "min" else min(bounds)), True
+    else:
+        return
+    for row in rows:
+        if row.method != "lp" and row.report.objective is not None:
+            row.ratio = approximation_ratio(row.report.objective, reference, sense)
+            row.ratio_is_bound = is_bound
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.{digits}g}"
+
+
+def format_table(rows: list[Row]) -> str:
+    """A plain-text table: method, status, objective, bound, gap, wall time, ratio, check."""
+    header = ["method", "status", "objective", "bound", "gap", "wall s", "ratio", "check"]
+    lines = [header]
+    for r in rows:
+        rep = r.report
+        check = "-" if r.check is None else ("ok" if r.check.feasible else f"{len(r.check.violations)} violation(s)")
+        ratio = _fmt(r.ratio) if r.ratio is not None else "-"
+        if r.ratio_is_bound and r.ratio is not None:
+            ratio = "<=" + ratio
+        lines.append([r.label, rep.status, _fmt(rep.objective, 8), _fmt(rep.bound, 8),
+                      _fmt(rep.gap, 3), f"{rep.wall_s:.3f}", ratio, check])
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    out = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)

@@ -1,0 +1,118 @@
+"""Checker core: recompute feasibility and objective from a decision, trusting no solver.
+
+Problem families write their ``check`` with these pieces and nothing from their own
+formulations or algorithms, so a bug in a model cannot hide in its own checker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..io.instance import Instance, Job
+
+#: Relative tolerance for capacities and for the stated objective.
+TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: ``rule[where]: detail``, e.g. ``capacity[p2/0, gpu]: uses 9 > 8``."""
+
+    rule: str
+    where: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}[{self.where}]: {self.detail}"
+
+
+@dataclass
+class CheckResult:
+    """Violations found and the objective recomputed from the decision."""
+
+    violations: list[Violation] = field(default_factory=list)
+    objective: float | None = None
+    claimed: float | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations
+
+    def add(self, rule: str, where: str, detail: str) -> None:
+        self.violations.append(Violation(rule, where, detail))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "feasible": self.feasible,
+            "objective": self.objective,
+            "claimed_objective": self.claimed,
+            "violations": [str(v) for v in self.violations],
+        }
+
+
+def read_counts(result: CheckResult, instance: Instance, job: Job, task: str,
+                counts: Mapping[str, Any] | None, where: str) -> dict[str, int]:
+    """Validate ``{server: count}`` for one task type of one job; keep the entries that make sense.
+
+    Reports unknown servers, non-integer or negative counts, and servers the job's task may
+    not use (role, GPU model).
+    """
+    out: dict[str, int] = {}
+    for name, count in (counts or {}).items():
+        server = instance.server(name)
+        if server is None:
+            result.add("unknown-server", f"{where}.{name}", "no such server in the instance")
+            continue
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            result.add("domain", f"{where}.{name}", f"count must be a non-negative integer, got {count!r}")
+            continue
+        if count and not job.may_run_on(server, task):
+            why = f"role {server.role!r}" if not server.hosts(task) else f"GPU model {server.gpu_model!r} not in {list(job.gpu_models or [])}"
+            result.add("eligibility", f"{where}.{name}", f"{task} of job {job.id} may not run here ({why})")
+            continue
+        if count:
+            out[name] = count
+    return out
+
+
+class Usage:
+    """Resource use per server (one time slot's worth), accumulated task by task."""
+
+    def __init__(self, instance: Instance, resources: list[str]):
+        self.instance = instance
+        self.resources = resources
+        self.amount = np.zeros((len(instance.servers), len(resources)))
+
+    def add(self, job: Job, task: str, counts: Mapping[str, int]) -> None:
+        demand = np.array([job.demand(task).get(r, 0.0) for r in self.resources])
+        for name, count in counts.items():
+            self.amount[self.instance.server(name).index] += count * demand
+
+    def check(self, result: CheckResult, label: str = "") -> None:
+        """Add a ``capacity`` violation for every (server, resource) over its capacity."""
+        cap = self.instance.capacity_matrix(self.resources)
+        over = self.amount > cap + TOL * np.maximum(1.0, cap)
+        for s, r in zip(*np.nonzero(over)):
+            server = self.instance.servers[s].name
+            where = f"{label}{server}, {self.resources[r]}"
+            result.add("capacity", where, f"uses {self.amount[s, r]:g} > capacity {cap[s, r]:g}")
+
+
+def unknown_jobs(result: CheckResult, instance: Instance, ids: list[str] | Mapping[str, Any], where: str) -> None:
+    for job_id in ids:
+        if instance.job(job_id) is None:
+            result.add("unknown-job", f"{where}.{job_id}", "no such job in the instance")
+
+
+def compare_objective(result: CheckResult, claimed: float | None, tol: float = TOL) -> None:
+    """Record ``claimed`` and flag it when it differs from the recomputed objective."""
+    result.claimed = claimed
+    if result.objective is None:
+        return
+    if claimed is None:
+        result.add("objective", "report", f"no objective stated; the decision's objective is {result.objective:g}")
+    elif abs(claimed - result.objective) > tol * max(1.0, abs(result.objective)):
+        result.add("objective", "report", f"stated {claimed:g} but the decision's objective is {result.objective:g}")

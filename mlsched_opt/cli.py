@@ -1,0 +1,338 @@
+"""The ``mlsched`` command.
+
+Exit codes: 0 success (an infeasible instance is an answer, not a failure); 1 a solution
+that fails the checker, or a solver error; 2 a user error (bad file, field or option),
+reported in one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import OptionError, UserError
+
+EXAMPLES_SOLVE = """
+\b
+Examples:
+  mlsched solve instances/demo.toml --method exact
+  mlsched solve instances/demo.toml --problem packing --method exact --solver cpsat --gap 0
+  mlsched solve instances/demo.toml --method ffd --set objective=servers --json
+  mlsched solve instances/demo.toml --method exact --out demo.sol.json
+"""
+
+
+def _parse_sets(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise OptionError(f"expected KEY=VALUE, got {pair!r}", field="--set")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _load(path: str, catalog: str | None):
+    from .io import load_instance
+
+    return load_instance(path, catalog=catalog)
+
+
+def _family_for(instance, problem: str | None):
+    from .problems import get_family
+
+    name = problem or instance.default_problem
+    if not name:
+        raise OptionError("no problem given and the instance names none (set `problem` in the file)", field="--problem")
+    return get_family(name)
+
+
+def _solve_options(solver: str, time_limit: float, gap: float, threads: int, seed: int):
+    from .solvers import SolveOptions, check_solver
+
+    check_solver(solver)
+    return SolveOptions(solver=solver, time_limit=time_limit, gap=gap, threads=threads, seed=seed)
+
+
+def solver_options(f):
+    """The options every solving command shares."""
+    f = click.option("--seed", type=int, default=0, show_default=True, help="Random seed (solver and randomized methods).")(f)
+    f = click.option("--threads", type=int, default=1, show_default=True, help="Solver threads (1 = repeatable runs).")(f)
+    f = click.option("--gap", type=float, default=1e-6, show_default=True, help="Relative gap at which 'optimal' may be claimed.")(f)
+    f = click.option("--time-limit", type=float, default=60.0, show_default=True, help="Seconds per solve; always enforced.")(f)
+    f = click.option("--solver", default="highs", show_default=True, help="highs, cpsat, or any installed Pyomo solver (cbc, glpk, scip, gurobi).")(f)
+    f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Problem option, e.g. --set objective=servers.")(f)
+    return f
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mlsched")
+@click.option("--catalog", envvar="MLSCHED_CATALOG", default=None, metavar="DIR",
+              help="Workload catalog directory (default: models/ of this repository; env MLSCHED_CATALOG).")
+@click.pass_context
+def cli(ctx: click.Context, catalog: str | None) -> None:
+    """Optimization models for scheduling distributed deep-learning jobs on GPU clusters.
+
+    \b
+    Start here:
+      mlsched info                                   problems, methods, solvers
+      mlsched validate instances/demo.toml           check an instance file
+      mlsched compare instances/demo.toml            every method against the optimum
+      mlsched solve instances/demo.toml --method exact
+    """
+    ctx.obj = {"catalog": catalog}
+
+
+@cli.command()
+@click.argument("file")
+@click.pass_context
+def validate(ctx: click.Context, file: str) -> int:
+    """Validate an instance FILE (.json or .toml) and summarize it.
+
+    \b
+    Example:
+      mlsched validate instances/demo.toml
+    """
+    inst = _load(file, ctx.obj["catalog"])
+    gpus = sum(s.capacity.get("gpu", 0) for s in inst.servers)
+    click.echo(f"{file}: valid ({inst.name})")
+    click.echo(f"  servers: {len(inst.servers)} ({gpus:g} GPUs), jobs: {len(inst.jobs)}, resources: {', '.join(inst.resource_names())}")
+    if inst.slots:
+        click.echo(f"  time: {inst.slots} slots of {inst.slot_s:g} s")
+    click.echo(f"  sha256: {inst.sha256}")
+    return 0
+
+
+@cli.command(epilog=EXAMPLES_SOLVE)
+@click.argument("file")
+@click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
+@click.option("--method", default="exact", show_default=True, help="exact, or an algorithm of the family (see `mlsched info`).")
+@solver_options
+@click.option("--out", "out", default=None, metavar="SOLUTION.json", help="Write the solution file here.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.pass_context
+def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, out, as_json) -> int:
+    """Solve an instance FILE with one method; the answer is checked independently."""
+    from .checking import check_solution
+
+    inst = _load(file, ctx.obj["catalog"])
+    family = _family_for(inst, problem)
+    family.method(method)
+    options = family.parse_options(_parse_sets(sets))
+    sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed), options)
+    check = check_solution(inst, sol) if sol.decision is not None else None
+    if out:
+        sol.write(out)
+    rep = sol.report
+    if as_json:
+        doc: dict[str, Any] = {"problem": family.name, "method": method, "instance": file, **rep.to_dict()}
+        doc["check"] = None if check is None else check.to_dict()
+        if out:
+            doc["solution_file"] = out
+        click.echo(json.dumps(doc))
+    else:
+        click.echo(f"{family.name} / {method} on {inst.name}: {rep.status}")
+        click.echo(f"  objective {rep.objective}   bound {rep.bound}   gap {rep.gap}")
+        click.echo(f"  wall {rep.wall_s:.3f} s (build {rep.build_s:.3f}, solve {rep.solve_s:.3f})   solver {rep.solver} {rep.solver_version}")
+        if rep.message:
+            click.echo(f"  note: {rep.message}")
+        if check is not None:
+            click.echo("  check: ok" if check.feasible else f"  check: FAILED ({len(check.violations)} violations)")
+        if out:
+            click.echo(f"  solution written to {out}")
+    if check is not None and not check.feasible:
+        for v in check.violations:
+            click.echo(f"  violation: {v}", err=True)
+        return 1
+    return 1 if rep.status == "error" else 0
+
+
+@cli.command()
+@click.argument("file")
+@click.argument("solution")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@click.pass_context
+def check(ctx, file, solution, as_json) -> int:
+    """Check SOLUTION (JSON) against the instance FILE, trusting nothing but the decision.
+
+    Exit 0 when the decision is feasible and the stated objective is right; 1 otherwise,
+    with every violation listed.
+
+    \b
+    Example:
+      mlsched solve instances/demo.toml --method ffd --out ffd.sol.json
+      mlsched check instances/demo.toml ffd.sol.json
+    """
+    from .checking import check_solution
+    from .io.solution import read_solution
+
+    inst = _load(file, ctx.obj["catalog"])
+    sol = read_solution(solution)
+    result = check_solution(inst, sol)
+    if as_json:
+        click.echo(json.dumps(result.to_dict()))
+    elif result.feasible:
+        click.echo(f"ok: feasible, objective {result.objective:g} as stated")
+    else:
+        click.echo(f"{len(result.violations)} violation(s):")
+        for v in result.violations:
+            click.echo(f"  {v}")
+    return 0 if result.feasible else 1
+
+
+@cli.command()
+@click.argument("file")
+@click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
+@click.option("--format", "fmt", type=click.Choice(["mps", "lp"]), default=None, help="Default: from the output's extension.")
+@click.option("-o", "--output", required=True, metavar="PATH", help="Where to write the model.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Problem option.")
+@click.pass_context
+def export(ctx, file, problem, fmt, output, sets) -> int:
+    """Write the exact formulation of FILE as MPS or LP, with readable names.
+
+    \b
+    Example:
+      mlsched export instances/demo.toml --format lp -o demo.lp
+    """
+    from .solvers import export_model
+
+    inst = _load(file, ctx.obj["catalog"])
+    family = _family_for(inst, problem)
+    options = family.parse_options(_parse_sets(sets))
+    fmt = fmt or Path(output).suffix.lstrip(".").lower()
+    model = family.build_model(inst, options)
+    export_model(model, output, fmt)
+    click.echo(f"wrote {output} ({fmt}, {model.nvariables()} variables, {model.nconstraints()} constraints)")
+    return 0
+
+
+@cli.command()
+@click.option("--problem", required=True, help="Problem family.")
+@click.option("--jobs", type=click.IntRange(min=1), required=True)
+@click.option("--servers", type=click.IntRange(min=1), required=True)
+@click.option("--slots", type=click.IntRange(min=1), default=None, help="Time slots (slotted problems).")
+@click.option("--seed", type=int, required=True)
+@click.option("-o", "--output", required=True, metavar="FILE", help="Instance file to write (.toml or .json).")
+@click.pass_context
+def generate(ctx, problem, jobs, servers, slots, seed, output) -> int:
+    """Write a random instance; the same seed gives the same file.
+
+    \b
+    Example:
+      mlsched generate --problem packing --jobs 12 --servers 4 --seed 7 -o my.toml
+    """
+    from .io import from_document, load_catalog, write_document
+    from .io.files import format_of
+    from .problems import GenerateSpec, get_family
+
+    if seed < 0:
+        raise OptionError(f"seed must be >= 0, got {seed}", field="--seed")
+    format_of(output)
+    family = get_family(problem)
+    catalog = load_catalog(ctx.obj["catalog"])
+    doc = family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots), catalog)
+    from_document(doc, file=output, catalog=catalog)  # a generator bug must not produce an invalid file
+    write_document(doc, output)
+    click.echo(f"wrote {output}")
+    return 0
+
+
+@cli.command()
+@click.argument("file")
+@click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
+@click.option("--methods", default=None, help="Comma-separated methods (default: all of the family's).")
+@click.option("--solvers", "solvers", default="highs,cpsat", show_default=True, help="Solvers for the exact method.")
+@solver_options
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.pass_context
+def compare(ctx, file, problem, methods, solvers, sets, solver, time_limit, gap, threads, seed, as_json) -> int:
+    """Run methods on FILE, check every answer, and print ratios to the proven optimum.
+
+    The exact method runs once per solver in --solvers; the LP relaxation adds a bound.
+
+    \b
+    Example:
+      mlsched compare instances/demo.toml
+      mlsched compare instances/demo.toml --set objective=servers --solvers highs
+    """
+    from .bench import compare as run_compare, format_table
+
+    inst = _load(file, ctx.obj["catalog"])
+    family = _family_for(inst, problem)
+    names = methods.split(",") if methods else list(family.methods)
+    solver_list = [s.strip() for s in solvers.split(",") if s.strip()]
+    pairs = []
+    for name in names:
+        m = family.method(name.strip())
+        pairs += [(m.name, s) for s in solver_list] if m.kind == "exact" else [(m.name, solver)]
+    for _, s in pairs:
+        _solve_options(s, time_limit, gap, threads, seed)
+    options = _parse_sets(sets)
+    base = _solve_options(solver, time_limit, gap, threads, seed)
+    progress = None if as_json else (lambda msg: click.echo(msg, err=True))
+    rows = run_compare(inst, family, pairs, options, base, progress=progress)
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in rows]))
+    else:
+        opts = family.parse_options(options)
+        click.echo(f"{family.name} on {inst.name} ({len(inst.jobs)} jobs, {len(inst.servers)} servers; "
+                   f"{', '.join(f'{k}={v}' for k, v in opts.items())}; sense {family.sense(opts)}; gap {gap:g})")
+        click.echo(format_table(rows))
+        click.echo("ratio: how far from the proven optimum (1 = optimal); '<=' when only a bound is proven")
+    bad = [r for r in rows if r.check is not None and not r.check.feasible]
+    return 1 if bad else 0
+
+
+@cli.command()
+@click.pass_context
+def info(ctx) -> int:
+    """List problems, their methods and options, solvers on this machine, and the workload catalog."""
+    from .io import load_catalog
+    from .problems import REGISTRY
+    from .solvers import available_solvers
+
+    click.echo("problems:")
+    for fam in REGISTRY.values():
+        click.echo(f"  {fam.name}: {fam.summary}")
+        for m in fam.methods.values():
+            g = f" [guarantee: {m.guarantee}]" if m.guarantee else ""
+            click.echo(f"    --method {m.name} ({m.kind}): {m.summary}{g}")
+        for o in fam.options:
+            click.echo(f"    --set {o.name}=<{'|'.join(map(str, o.choices or ()))}> (default {o.default}): {o.help}")
+    click.echo("solvers:")
+    for name, version in available_solvers().items():
+        click.echo(f"  {name}: {version or 'not installed'}")
+    try:
+        cat = load_catalog(ctx.obj["catalog"])
+        click.echo(f"workload catalog ({cat.directory}): {', '.join(cat)}")
+    except UserError as exc:
+        click.echo(f"workload catalog: unavailable ({exc.message()})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors end in one line and exit code 2, never a traceback."""
+    try:
+        code = cli.main(args=argv, prog_name="mlsched", standalone_mode=False)
+    except UserError as exc:
+        click.echo(f"mlsched: error: {exc.message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The workload catalog: one TOML file per DNN training workload under ``models/``.
+
+Instances name a workload (``jobs[i].model``) instead of repeating its figures; a job may
+replace catalog fields with ``jobs[i].overrides``.  Each entry is validated against
+``workload.schema.json`` when the catalog is loaded, so a typo in a catalog file is caught as
+early as one in an instance.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from ..errors import InstanceError
+from .files import read_document
+from .schema import SchemaViolation, join, load_schema, validate
+
+ENV_VAR = "MLSCHED_CATALOG"
+
+
+def default_catalog_dir() -> Path:
+    """``$MLSCHED_CATALOG`` if set, else ``models/`` beside the package (the repository's catalog)."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "models"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One catalog entry, validated; ``data`` is the document as written."""
+
+    name: str
+    data: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def gradient_mb(self) -> float | None:
+        size = self.data.get("size")
+        return None if size is None else float(size["gradient_mb"])
+
+    def throughput_samples_per_s(self, gpu_model: str, gpus: int = 1, placement: str = "consolidated") -> float | None:
+        """Measured samples/s on ``gpus`` GPUs of ``gpu_model``, or ``None`` when not measured."""
+        for row in self.data.get("throughput", []):
+            if (row["gpu_model"], row["gpus"], row.get("placement", "consolidated")) == (gpu_model, gpus, placement):
+                return row["steps_per_s"] * row["batch_size"] * gpus
+        return None
+
+    def with_overrides(self, overrides: Mapping[str, Any], file: str | None, path: str) -> "Workload":
+        """A copy with top-level fields replaced, validated like a catalog file (errors name ``path``)."""
+        if "name" in overrides:
+            raise InstanceError("the catalog name cannot be overridden; use a different model", file, join(path, "name"))
+        merged = {**self.data, **overrides}
+        _validate(merged, file, path)
+        return Workload(self.name, merged)
+
+
+def _validate(doc: dict[str, Any], file: str | None, prefix: str = "") -> None:
+    try:
+        validate(doc, load_schema("workload"))
+    except SchemaViolation as exc:
+        raise InstanceError(exc.reason, file, join(prefix, exc.path) if prefix else exc.path or None) from None
+
+
+class Catalog(Mapping[str, Workload]):
+    """Workloads by name, read from a directory of ``*.toml`` / ``*.json`` files."""
+
+    def __init__(self, workloads: dict[str, Workload], directory: Path):
+        self._workloads = workloads
+        self.directory = directory
+
+    def __getitem__(self, name: str) -> Workload:
+        return self._workloads[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._workloads))
+
+    def __len__(self) -> int:
+        return len(self._workloads)
+
+    def lookup(self, name: str, file: str | None, path: str) -> Workload:
+        """The workload called ``name``, or an :class:`InstanceError` suggesting close names."""
+        if name in self._workloads:
+            return self._workloads[name]
+        close = difflib.get_close_matches(name, list(self._workloads), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(self)}"
+        raise InstanceError(f"unknown model {name!r} (catalog {self.directory}){hint}", file, path)
+
+
+@cache
+def _load_cached(directory: str) -> Catalog:
+    root = Path(directory)
+    if not root.is_dir():
+        raise InstanceError(f"workload catalog directory not found (set ${ENV_VAR} or pass --catalog)", directory)
+    workloads: dict[str, Workload] = {}
+    for path in sorted(root.iterdir()):
+        if path.suffix not in (".toml", ".json"):
+            continue
+        doc = read_document(path)
+        _validate(doc, str(path))
+        if doc["name"] != path.stem:
+            raise InstanceError(f"name {doc['name']!r} must match the file name {path.stem!r}", str(path), "name")
+        workloads[doc["name"]] = Workload(doc["name"], doc)
+    return Catalog(workloads, root)
+
+
+def load_catalog(directory: str | Path | None = None) -> Catalog:
+    """Load (once per directory and process) the catalog in ``directory`` or the default one."""
+    return _load_cached(str(Path(directory or default_catalog_dir()).resolve()))

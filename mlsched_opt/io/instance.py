@@ -1,0 +1,355 @@
+"""The instance: a cluster, an optional time horizon, and the jobs.
+
+One format serves every problem family (``instance.schema.json``; reference in
+``docs/instance-format.md``).  Loading runs three layers of checks, each ending in a
+:class:`~mlsched_opt.errors.InstanceError` that names the file and the field path:
+
+1. parsing (:mod:`mlsched_opt.io.files`): bad bytes, bad syntax, truncation;
+2. the schema: types, ranges, required and unknown fields;
+3. meaning: unique names, ``min <= max``, known catalog models, and every job's worker
+   and parameter server fitting on at least one server allowed to host it.
+
+Problem families then take the view they need (:meth:`Instance.resource_names`,
+:meth:`Instance.capacity_matrix`, ...) and name any field they require that is absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import InstanceError
+from .catalog import Catalog, Workload, load_catalog
+from .files import canonical_json, read_document
+from .schema import SchemaViolation, join, load_schema, validate
+
+FORMAT = "mlsched-instance/1"
+STANDARD_RESOURCES = ("gpu", "cpu", "memory_gb", "bandwidth_gbps", "storage_gb")
+ROLES = ("any", "worker", "ps")
+
+
+def resource_vector(spec: Mapping[str, Any] | None) -> dict[str, float]:
+    """Flatten a resources object (standard fields plus ``extra``) into ``{name: amount}``."""
+    if not spec:
+        return {}
+    out = {k: float(v) for k, v in spec.items() if k != "extra"}
+    out.update({k: float(v) for k, v in spec.get("extra", {}).items()})
+    return out
+
+
+@dataclass(frozen=True)
+class Range:
+    """An inclusive integer range; a fixed count has ``lo == hi``."""
+
+    lo: int
+    hi: int
+
+    @property
+    def fixed(self) -> bool:
+        return self.lo == self.hi
+
+    @classmethod
+    def parse(cls, spec: Mapping[str, int]) -> "Range":
+        if "count" in spec:
+            return cls(spec["count"], spec["count"])
+        return cls(spec["min"], spec["max"])
+
+
+@dataclass(frozen=True)
+class Utility:
+    """A non-increasing utility of the completion delay ``d``.
+
+    ``sigmoid``: ``gamma1 / (1 + exp(gamma2 (d - gamma3)))`` (OASiS, SMD; ``gamma2 = 0`` gives
+    the constant ``gamma1 / 2``); ``linear``: ``max(0, value - slope d)``; ``step``: ``value``
+    when ``d <= deadline`` else 0.
+    """
+
+    kind: str
+    params: Mapping[str, float]
+    delay_unit: str = "slots"
+
+    def __call__(self, delay: float | np.ndarray) -> float | np.ndarray:
+        d = np.asarray(delay, dtype=float)
+        p = self.params
+        if self.kind == "sigmoid":
+            # exp overflow for very late completions is harmless: utility tends to 0
+            with np.errstate(over="ignore"):
+                out = p["gamma1"] / (1.0 + np.exp(p["gamma2"] * (d - p["gamma3"])))
+        elif self.kind == "linear":
+            out = np.maximum(0.0, p["value"] - p["slope"] * d)
+        else:
+            out = np.where(d <= p["deadline"], p["value"], 0.0)
+        return float(out) if np.ndim(out) == 0 else out
+
+    @classmethod
+    def parse(cls, spec: Mapping[str, Any]) -> "Utility":
+        params = {k: float(v) for k, v in spec.items() if k not in ("kind", "delay_unit")}
+        return cls(spec["kind"], params, spec.get("delay_unit", "slots"))
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server (a group with ``count = n`` expands to ``n`` servers)."""
+
+    index: int
+    name: str
+    group: str
+    role: str
+    gpu_model: str | None
+    rack: str | None
+    capacity: Mapping[str, float]
+
+    def hosts(self, task: str) -> bool:
+        """Whether this server may host a ``"worker"`` or a ``"ps"``."""
+        return self.role in ("any", task)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One training job, with catalog overrides already applied to ``workload``."""
+
+    index: int
+    id: str
+    model: str | None
+    workload: Workload | None
+    arrival_slot: int
+    architecture: str
+    sgd: str
+    work: Mapping[str, float] | None
+    global_batch_size: int | None
+    local_batch_size: int | None
+    worker_demand: Mapping[str, float]
+    ps_demand: Mapping[str, float]
+    workers: Range
+    ps: Range
+    utility: Utility | None
+    weight: float
+    gpu_models: tuple[str, ...] | None
+
+    @property
+    def path(self) -> str:
+        """This job's field path in the instance file, for messages."""
+        return f"jobs[{self.index}]"
+
+    def may_run_on(self, server: Server, task: str) -> bool:
+        """Role and GPU-model eligibility of ``server`` for one ``task`` (``worker``/``ps``) of this job."""
+        if not server.hosts(task):
+            return False
+        return task == "ps" or self.gpu_models is None or server.gpu_model in self.gpu_models
+
+    def demand(self, task: str) -> Mapping[str, float]:
+        return self.worker_demand if task == "worker" else self.ps_demand
+
+    @property
+    def iterations(self) -> float | None:
+        """Total iterations when the work is given as iterations or epochs x chunks x mini-batches."""
+        if self.work is None:
+            return None
+        if "iterations" in self.work:
+            return float(self.work["iterations"])
+        if "chunks" in self.work:
+            w = self.work
+            return float(w["epochs"] * w["chunks"] * w["minibatches_per_chunk"])
+        return None
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A parsed, validated instance.  ``document`` is the file's content as read."""
+
+    name: str
+    file: str | None
+    document: Mapping[str, Any] = field(repr=False)
+    servers: tuple[Server, ...]
+    jobs: tuple[Job, ...]
+    slots: int | None
+    slot_s: float
+    intra_server_bandwidth_gbps: float | None
+    inter_server_bandwidth_gbps: float | None
+    default_problem: str | None
+    catalog: Catalog | None = field(repr=False, default=None)
+
+    @property
+    def sha256(self) -> str:
+        """Hash of the content (not the layout): the JSON and TOML forms of one instance agree."""
+        return hashlib.sha256(canonical_json(self.document).encode()).hexdigest()
+
+    def resource_names(self) -> list[str]:
+        """Every resource any server or job mentions, standard ones first."""
+        seen = {r for s in self.servers for r in s.capacity}
+        seen |= {r for j in self.jobs for r in (*j.worker_demand, *j.ps_demand)}
+        extras = sorted(seen - set(STANDARD_RESOURCES))
+        return [r for r in STANDARD_RESOURCES if r in seen] + extras
+
+    def capacity_matrix(self, resources: list[str] | None = None) -> np.ndarray:
+        """Capacities as an array of shape (servers, resources)."""
+        names = resources or self.resource_names()
+        return np.array([[s.capacity.get(r, 0.0) for r in names] for s in self.servers], dtype=float)
+
+    def demand_matrix(self, task: str, resources: list[str] | None = None) -> np.ndarray:
+        """Per-task demand of every job as an array of shape (jobs, resources)."""
+        names = resources or self.resource_names()
+        return np.array([[j.demand(task).get(r, 0.0) for r in names] for j in self.jobs], dtype=float)
+
+    def server(self, name: str) -> Server | None:
+        return self._server_index.get(name)
+
+    def job(self, job_id: str) -> Job | None:
+        return self._job_index.get(job_id)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_server_index", {s.name: s for s in self.servers})
+        object.__setattr__(self, "_job_index", {j.id: j for j in self.jobs})
+
+
+def load_instance(path: str | Path, catalog: Catalog | str | Path | None = None) -> Instance:
+    """Read, validate and resolve an instance file (``.json`` or ``.toml``).
+
+    Raises
+    ------
+    InstanceError
+        With the file, the field path and the reason, for anything wrong with the file.
+    """
+    return from_document(read_document(path), file=str(path), catalog=catalog)
+
+
+def from_document(doc: Mapping[str, Any], file: str | None = None, catalog: Catalog | str | Path | None = None) -> Instance:
+    """Validate an already parsed instance document (see :func:`load_instance`)."""
+    try:
+        validate(doc, load_schema("instance"))
+    except SchemaViolation as exc:
+        raise InstanceError(exc.reason, file, exc.path or None) from None
+    servers = _servers(doc["cluster"]["servers"], file)
+    needs_catalog = any("model" in j for j in doc["jobs"])
+    cat = catalog if isinstance(catalog, Catalog) else (load_catalog(catalog) if needs_catalog or catalog else None)
+    time = doc.get("time", {})
+    slots = time.get("slots")
+    jobs = tuple(_job(i, spec, file, cat, slots) for i, spec in enumerate(doc["jobs"]))
+    _unique([j.id for j in jobs], "jobs", "id", file)
+    for job in jobs:
+        _check_fits(job, servers, file)
+    cluster = doc["cluster"]
+    return Instance(
+        name=doc.get("name") or (Path(file).stem if file else "instance"),
+        file=file,
+        document=doc,
+        servers=servers,
+        jobs=jobs,
+        slots=slots,
+        slot_s=float(time.get("slot_s", 3600.0)),
+        intra_server_bandwidth_gbps=cluster.get("intra_server_bandwidth_gbps"),
+        inter_server_bandwidth_gbps=cluster.get("inter_server_bandwidth_gbps"),
+        default_problem=doc.get("problem"),
+        catalog=cat,
+    )
+
+
+def _unique(names: list[str], where: str, key: str, file: str | None) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise InstanceError(f"duplicate {key} {name!r} (also at {where}[{seen[name]}])", file, f"{where}[{i}].{key}")
+        seen[name] = i
+
+
+def _servers(groups: list[dict[str, Any]], file: str | None) -> tuple[Server, ...]:
+    _unique([g["name"] for g in groups], "cluster.servers", "name", file)
+    out: list[Server] = []
+    for g in groups:
+        count = g.get("count", 1)
+        for k in range(count):
+            out.append(Server(
+                index=len(out),
+                name=g["name"] if count == 1 else f"{g['name']}/{k}",
+                group=g["name"],
+                role=g.get("role", "any"),
+                gpu_model=g.get("gpu_model"),
+                rack=g.get("rack"),
+                capacity=resource_vector(g["capacity"]),
+            ))
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InstanceError(f"server name {dup!r} is produced twice (a group name clashes with an expanded name)", file, "cluster.servers")
+    return tuple(out)
+
+
+def _job(i: int, spec: dict[str, Any], file: str | None, catalog: Catalog | None, slots: int | None) -> Job:
+    path = f"jobs[{i}]"
+    workload = None
+    if "model" in spec:
+        assert catalog is not None
+        workload = catalog.lookup(spec["model"], file, join(path, "model"))
+        if "overrides" in spec:
+            workload = workload.with_overrides(spec["overrides"], file, join(path, "overrides"))
+    elif "overrides" in spec:
+        raise InstanceError("overrides need a model to override", file, join(path, "overrides"))
+    arrival = spec.get("arrival_slot", 0)
+    if slots is not None and arrival >= slots:
+        raise InstanceError(f"arrival slot {arrival} is outside the horizon (time.slots = {slots}, slots count from 0)", file, join(path, "arrival_slot"))
+    architecture = spec.get("architecture", "ps")
+    workers = Range.parse(spec["workers"])
+    if workers.lo > workers.hi:
+        raise InstanceError(f"min {workers.lo} > max {workers.hi}", file, join(path, "workers"))
+    if workers.hi == 0:
+        raise InstanceError("a job needs at least one worker", file, join(path, "workers"))
+    if architecture == "allreduce":
+        if "ps" in spec and Range.parse(spec["ps"]).hi > 0:
+            raise InstanceError("an all-reduce job has no parameter servers; remove ps or use architecture = 'ps'", file, join(path, "ps"))
+        ps = Range(0, 0)
+    else:
+        ps = Range.parse(spec["ps"]) if "ps" in spec else Range(1, workers.hi)
+        if ps.lo > ps.hi:
+            raise InstanceError(f"min {ps.lo} > max {ps.hi}", file, join(path, "ps"))
+        if ps.hi > 0 and "ps" not in spec["demand"]:
+            raise InstanceError("a parameter-server job needs demand.ps (or ps = {count = 0})", file, join(path, "demand.ps"))
+    return Job(
+        index=i,
+        id=spec["id"],
+        model=spec.get("model"),
+        workload=workload,
+        arrival_slot=arrival,
+        architecture=architecture,
+        sgd=spec.get("sgd", "sync"),
+        work=spec.get("work"),
+        global_batch_size=spec.get("global_batch_size"),
+        local_batch_size=spec.get("local_batch_size"),
+        worker_demand=resource_vector(spec["demand"]["worker"]),
+        ps_demand=resource_vector(spec["demand"].get("ps")),
+        workers=workers,
+        ps=ps,
+        utility=Utility.parse(spec["utility"]) if "utility" in spec else None,
+        weight=float(spec.get("weight", 1.0)),
+        gpu_models=tuple(spec["gpu_models"]) if "gpu_models" in spec else None,
+    )
+
+
+def _check_fits(job: Job, servers: tuple[Server, ...], file: str | None) -> None:
+    """A job whose single worker (or PS) fits on no eligible server can never run: say which resource."""
+    tasks = ["worker"] + (["ps"] if job.ps.lo > 0 else [])
+    for task in tasks:
+        demand = job.demand(task)
+        eligible = [s for s in servers if job.may_run_on(s, task)]
+        if not eligible:
+            what = f"GPU model in {list(job.gpu_models)} and " if task == "worker" and job.gpu_models else ""
+            raise InstanceError(f"no server may host a {task} of this job (needs {what}role {task!r} or 'any')", file, f"{job.path}.demand.{task}")
+        if any(all(s.capacity.get(r, 0.0) >= a for r, a in demand.items()) for s in eligible):
+            continue
+        # name the resource that no eligible server has enough of, the most telling one first
+        for resource, amount in demand.items():
+            best = max(s.capacity.get(resource, 0.0) for s in eligible)
+            if best < amount:
+                field = resource if resource in STANDARD_RESOURCES else f"extra.{resource}"
+                raise InstanceError(
+                    f"one {task} needs {_fmt(amount)} {resource} but the largest eligible server has {_fmt(best)}: the job fits on no server",
+                    file, f"{job.path}.demand.{task}.{field}")
+        raise InstanceError(f"one {task} fits on no single eligible server (each lacks some resource)", file, f"{job.path}.demand.{task}")
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if math.isfinite(x) and x == int(x) else f"{x:g}"

@@ -1,0 +1,161 @@
+"""What a problem family provides to the toolkit, and the shared way of running a method.
+
+A family is one subpackage under :mod:`mlsched_opt.problems` that builds a :class:`Family`
+and registers it.  The CLI, the comparison harness and the checker only talk to families
+through this interface.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pyomo.environ as pyo
+
+from ..checking.core import CheckResult
+from ..errors import OptionError
+from ..io.instance import Instance
+from ..io.solution import Solution
+from ..solvers import SolveOptions, SolveReport, relaxation, solve
+
+Decision = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Option:
+    """A problem option (``--set NAME=VALUE`` on the command line)."""
+
+    name: str
+    default: Any
+    choices: tuple[Any, ...] | None = None
+    help: str = ""
+
+    def parse(self, raw: Any, source: str) -> Any:
+        value = raw
+        if isinstance(raw, str) and not isinstance(self.default, str):
+            try:
+                value = type(self.default)(raw)
+            except ValueError:
+                raise OptionError(f"{self.name} must be a {type(self.default).__name__}, got {raw!r}", field=source) from None
+        if self.choices is not None and value not in self.choices:
+            raise OptionError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, got {raw!r}", field=source)
+        return value
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    report: SolveReport
+    decision: Decision | None
+
+
+@dataclass(frozen=True)
+class Method:
+    """A way to solve the problem: ``exact`` (a solver with a proof) or an algorithm.
+
+    ``run(instance, problem_options, solve_options)`` returns a :class:`MethodResult`.
+    ``guarantee`` states what is proven about the answer (empty for exact methods).
+    """
+
+    name: str
+    kind: str
+    run: Callable[[Instance, Mapping[str, Any], SolveOptions], MethodResult]
+    summary: str
+    guarantee: str = ""
+
+
+@dataclass(frozen=True)
+class GenerateSpec:
+    jobs: int
+    servers: int
+    seed: int
+    slots: int | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """One problem family.
+
+    Attributes
+    ----------
+    build_model
+        ``(instance, options) -> pyo.ConcreteModel``: the declarative exact formulation (for
+        ``--method exact``, the LP bound and ``mlsched export``).
+    decision_from_model
+        ``(instance, options, solved_model) -> decision``.
+    check
+        ``(instance, decision, options, result)``: adds violations and sets ``result.objective``;
+        must not use the family's own formulations or algorithms.
+    sense
+        ``options -> "min" | "max"``.
+    generate
+        ``(GenerateSpec, catalog) -> instance document``.
+    diagnose
+        ``(instance, options) -> reason | None``: an obvious reason for infeasibility, if any.
+    """
+
+    name: str
+    summary: str
+    build_model: Callable[[Instance, Mapping[str, Any]], pyo.ConcreteModel]
+    decision_from_model: Callable[[Instance, Mapping[str, Any], pyo.ConcreteModel], Decision]
+    check: Callable[[Instance, Decision, Mapping[str, Any], CheckResult], None]
+    sense: Callable[[Mapping[str, Any]], str]
+    generate: Callable[..., dict[str, Any]]
+    algorithms: tuple[Method, ...] = ()
+    options: tuple[Option, ...] = ()
+    diagnose: Callable[[Instance, Mapping[str, Any]], str | None] | None = None
+    methods: dict[str, Method] = field(init=False)
+
+    def __post_init__(self) -> None:
+        exact = Method("exact", "exact", self._run_exact, "the exact formulation, solved to proven optimality (--solver, --gap)")
+        object.__setattr__(self, "methods", {m.name: m for m in (exact, *self.algorithms)})
+
+    def method(self, name: str) -> Method:
+        if name not in self.methods:
+            raise OptionError(f"unknown method {name!r} for problem {self.name}; choose from {', '.join(self.methods)}", field="--method")
+        return self.methods[name]
+
+    def parse_options(self, raw: Mapping[str, Any], source: str = "--set") -> dict[str, Any]:
+        known = {o.name: o for o in self.options}
+        for key in raw:
+            if key not in known:
+                allowed = ", ".join(known) or "none"
+                raise OptionError(f"unknown option {key!r} for problem {self.name} (options: {allowed})", field=source)
+        return {name: opt.parse(raw.get(name, opt.default), source) for name, opt in known.items()}
+
+    def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+        start = time.perf_counter()
+        model = self.build_model(instance, options)
+        report = solve(model, solve_options, build_s=time.perf_counter() - start)
+        decision = self.decision_from_model(instance, options, model) if report.has_solution else None
+        if report.status == "infeasible" and self.diagnose is not None:
+            reason = self.diagnose(instance, options)
+            if reason:
+                report.message = "; ".join(filter(None, [report.message, reason]))
+        return MethodResult(report, decision)
+
+    def lp_bound(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
+        """The LP relaxation of the exact formulation: a bound on the optimum, not a decision."""
+        start = time.perf_counter()
+        model = self.build_model(instance, options)
+        build_s = time.perf_counter() - start
+        report = relaxation(model, solve_options)
+        report.build_s += build_s
+        return report
+
+    def run(self, instance: Instance, method: str, solve_options: SolveOptions,
+            options: Mapping[str, Any] | None = None) -> Solution:
+        """Run ``method`` and wrap its answer as a :class:`Solution` (options already parsed or raw)."""
+        opts = self.parse_options(options or {})
+        result = self.method(method).run(instance, opts, solve_options)
+        return Solution.for_instance(instance, self.name, method, result.report, result.decision, opts)
+
+
+def heuristic_report(sense: str, objective: float | None, elapsed_s: float, name: str,
+                     options: Mapping[str, Any], message: str = "") -> SolveReport:
+    """The report of an algorithm run: no bound (an algorithm proves nothing about the optimum)."""
+    return SolveReport(
+        status="feasible" if objective is not None else "failed",
+        objective=objective, bound=None, sense=sense, solver=name, solver_version="mlsched-opt",
+        options=dict(options), solve_s=elapsed_s, message=message,
+    )

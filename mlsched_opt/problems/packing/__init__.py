@@ -1,0 +1,32 @@
+"""``packing``: place fixed-size jobs (workers and PSs) on servers, all resources at once.
+
+The spine's first problem, wired through every layer: an exact ILP (HiGHS or CP-SAT), a
+first-fit-decreasing baseline, an independent checker and a generator.  Option
+``objective``: ``weight`` (default) admits a subset of jobs of maximum total weight;
+``servers`` places every job on as few servers as possible.
+"""
+
+from __future__ import annotations
+
+from ..base import Family, Method, Option
+from .check import check
+from .ffd import ffd
+from .formulation import build_model, decision_from_model
+from .generate import generate
+from .view import OBJECTIVES, diagnose
+
+FAMILY = Family(
+    name="packing",
+    summary="multi-resource placement of fixed-size jobs: max admitted weight, or min servers used",
+    build_model=build_model,
+    decision_from_model=decision_from_model,
+    check=check,
+    sense=lambda options: "min" if options["objective"] == "servers" else "max",
+    generate=generate,
+    algorithms=(
+        Method("ffd", "heuristic", ffd, "first-fit decreasing, task by task, rolling back jobs that do not fit",
+               guarantee="none in general; 11/9 OPT + 6/9 (1-D bin packing) and OPT/2 (knapsack) in the special cases"),
+    ),
+    diagnose=diagnose,
+    options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed"),),
+)

@@ -1,0 +1,80 @@
+"""The packing family's view of an instance: fixed-size jobs, servers, and who may go where."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InstanceError
+from ...io.instance import Instance, Job
+
+OBJECTIVES = ("weight", "servers")
+
+
+@dataclass(frozen=True)
+class PackingView:
+    """Arrays for one packing instance.
+
+    ``tasks[j] = (workers, ps)``; ``demand[task]`` has shape (jobs, resources);
+    ``eligible[task]`` is a boolean (jobs, servers) mask: the server may host one such task of
+    the job by role, GPU model and size.
+    """
+
+    instance: Instance
+    resources: list[str]
+    capacity: np.ndarray
+    workers: np.ndarray
+    ps: np.ndarray
+    demand: dict[str, np.ndarray]
+    eligible: dict[str, np.ndarray]
+
+    @property
+    def jobs(self) -> tuple[Job, ...]:
+        return self.instance.jobs
+
+    def count(self, task: str) -> np.ndarray:
+        return self.workers if task == "worker" else self.ps
+
+    def size(self) -> np.ndarray:
+        """Each job's total demand as a fraction of the cluster, summed over resources (FFD's sort key)."""
+        total = self.capacity.sum(axis=0)
+        share = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+        return (self.workers[:, None] * self.demand["worker"] + self.ps[:, None] * self.demand["ps"]) @ share
+
+
+def packing_view(instance: Instance) -> PackingView:
+    """Build the view; every job needs a fixed worker count and a fixed PS count."""
+    for job in instance.jobs:
+        for task, rng in (("workers", job.workers), ("ps", job.ps)):
+            if not rng.fixed:
+                raise InstanceError(
+                    f"problem 'packing' needs a fixed {task} count ({task} = {{count = n}}); got min {rng.lo}, max {rng.hi}",
+                    instance.file, f"{job.path}.{task}")
+    resources = instance.resource_names()
+    capacity = instance.capacity_matrix(resources)
+    demand = {task: instance.demand_matrix(task, resources) for task in ("worker", "ps")}
+    eligible = {}
+    for task in ("worker", "ps"):
+        fits = np.all(demand[task][:, None, :] <= capacity[None, :, :] + 1e-9, axis=2)
+        role = np.array([[job.may_run_on(s, task) for s in instance.servers] for job in instance.jobs], dtype=bool)
+        eligible[task] = fits & role
+    return PackingView(
+        instance=instance, resources=resources, capacity=capacity,
+        workers=np.array([j.workers.lo for j in instance.jobs], dtype=int),
+        ps=np.array([j.ps.lo for j in instance.jobs], dtype=int),
+        demand=demand, eligible=eligible,
+    )
+
+
+def diagnose(instance: Instance, options: dict) -> str | None:
+    """An obvious reason why every job cannot be placed: a resource demanded beyond the cluster's total."""
+    if options.get("objective") != "servers":
+        return None  # admitting nothing is always feasible
+    view = packing_view(instance)
+    need = view.workers @ view.demand["worker"] + view.ps @ view.demand["ps"]
+    have = view.capacity.sum(axis=0)
+    short = [f"{r} {need[i]:g} > {have[i]:g}" for i, r in enumerate(view.resources) if need[i] > have[i] + 1e-9]
+    if short:
+        return "all jobs together need more than the cluster has: " + ", ".join(short)
+    return None

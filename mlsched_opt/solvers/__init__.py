@@ -1,0 +1,81 @@
+"""Solver back ends behind one :func:`solve`.
+
+>>> from mlsched_opt.solvers import SolveOptions, solve
+>>> report = solve(model, SolveOptions(solver="cpsat", time_limit=10, gap=0.0))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyomo.environ as pyo
+
+from ..errors import OptionError
+from .pyomo_run import Backend, legacy_available, solve, solve_highs, solve_legacy
+from .report import STATUSES, SolveOptions, SolveReport, relative_gap
+
+#: Solvers wired in directly; any other name goes to Pyomo's SolverFactory.
+NATIVE = ("highs", "cpsat")
+#: Solvers `mlsched info` probes besides the native ones.
+OTHER_KNOWN = ("cbc", "glpk", "scip", "gurobi", "cplex")
+
+
+def backend_for(name: str) -> Backend:
+    if name == "highs":
+        return solve_highs
+    if name == "cpsat":
+        from .cpsat import solve_cpsat
+
+        return solve_cpsat
+    return solve_legacy
+
+
+def available_solvers() -> dict[str, str | None]:
+    """Solver name -> version string, or ``None`` where it is not installed."""
+    import ortools
+    from pyomo.contrib.solver.solvers.highs import Highs
+
+    out: dict[str, str | None] = {"highs": ".".join(map(str, Highs().version())), "cpsat": ortools.__version__}
+    for name in OTHER_KNOWN:
+        out[name] = "installed" if legacy_available(name) else None
+    return out
+
+
+def check_solver(name: str) -> None:
+    """Raise an :class:`OptionError` naming ``--solver`` for a solver we cannot run here."""
+    if name in NATIVE:
+        return
+    if name not in OTHER_KNOWN and not legacy_available(name):
+        raise OptionError(f"unknown or unavailable solver {name!r}; available: {', '.join(s for s, v in available_solvers().items() if v)}", field="--solver")
+    if not legacy_available(name):
+        raise OptionError(f"solver {name!r} is not installed on this machine", field="--solver")
+
+
+def relaxation(model: pyo.ConcreteModel, options: SolveOptions) -> SolveReport:
+    """Solve the LP relaxation of ``model`` (on a copy) with HiGHS; its objective bounds the integer optimum."""
+    start = time.perf_counter()
+    relaxed = model.clone()
+    pyo.TransformationFactory("core.relax_integer_vars").apply_to(relaxed)
+    build_s = time.perf_counter() - start
+    lp_options = SolveOptions(solver="highs", time_limit=options.time_limit, gap=options.gap, threads=options.threads, seed=options.seed)
+    return solve(relaxed, lp_options, build_s=build_s)
+
+
+EXPORT_FORMATS = ("mps", "lp")
+
+
+def export_model(model: pyo.ConcreteModel, path: str | Path, fmt: str) -> None:
+    """Write ``model`` as free MPS or CPLEX LP with readable (symbolic) names."""
+    if fmt not in EXPORT_FORMATS:
+        raise OptionError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}", field="--format")
+    from pyomo.opt import ProblemFormat
+
+    pyomo_format = {"mps": ProblemFormat.mps, "lp": ProblemFormat.cpxlp}[fmt]
+    model.write(str(path), format=pyomo_format, io_options={"symbolic_solver_labels": True})
+
+
+__all__ = [
+    "EXPORT_FORMATS", "NATIVE", "STATUSES", "SolveOptions", "SolveReport", "available_solvers", "backend_for",
+    "check_solver", "export_model", "relative_gap", "relaxation", "solve",
+]

@@ -1,0 +1,152 @@
+"""CP-SAT as a back end for linear integer Pyomo models.
+
+Every formulation is written once, in Pyomo; this module translates an all-integer linear
+model into a CP-SAT model so that the same formulation can be proved with a second,
+independent solver.  CP-SAT needs integer coefficients: each constraint row is scaled by
+the smallest power of ten (up to 10^6) that makes its coefficients integral, and the
+right-hand side is then rounded inwards, which is exact because the row's left-hand side
+takes integer values.  The objective may keep fractional coefficients (CP-SAT scales it
+internally); when a power of ten makes it integral we use the integral form, for which
+CP-SAT's optimality proof is exact.
+
+Problems whose natural form is combinatorial can also build a ``CpModel`` directly and use
+:func:`run_cpsat`, which reports the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import pyomo.environ as pyo
+from ortools.sat.python import cp_model
+from pyomo.repn import generate_standard_repn
+
+from ..errors import UserError
+from .pyomo_run import Outcome, objective_of
+from .report import SolveOptions
+
+_MAX_POWER = 6
+_TOL = 1e-9
+
+
+class NotTranslatable(UserError):
+    """The model has something CP-SAT cannot take (a continuous variable, an unbounded one, a nonlinear term)."""
+
+
+def _integral_scale(coefs: list[float]) -> int | None:
+    for power in range(_MAX_POWER + 1):
+        scale = 10**power
+        if all(abs(c * scale - round(c * scale)) <= _TOL * max(1.0, abs(c * scale)) for c in coefs):
+            return scale
+    return None
+
+
+@dataclass
+class Translation:
+    model: cp_model.CpModel
+    pairs: list[tuple[pyo.Var, cp_model.IntVar]]
+    objective_scale: float
+    objective_offset: float
+
+
+def translate(model: pyo.ConcreteModel) -> Translation:
+    """Build the CP-SAT model of a linear, all-integer Pyomo model."""
+    cp = cp_model.CpModel()
+    cp_vars: dict[int, tuple[pyo.Var, cp_model.IntVar]] = {}
+
+    def var(v: pyo.Var) -> cp_model.IntVar:
+        key = id(v)
+        if key not in cp_vars:
+            if not v.is_integer():
+                raise NotTranslatable(f"CP-SAT needs integer variables; {v.name} is continuous (use --solver highs)", field="--solver")
+            lb, ub = v.bounds
+            if lb is None or ub is None:
+                raise NotTranslatable(f"CP-SAT needs bounded variables; {v.name} has bounds ({lb}, {ub})", field="--solver")
+            cp_vars[key] = (v, cp.new_int_var(math.ceil(lb - _TOL), math.floor(ub + _TOL), v.name))
+        return cp_vars[key][1]
+
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        repn = generate_standard_repn(con.body, quadratic=False)
+        if not repn.is_linear():
+            raise NotTranslatable(f"CP-SAT back end takes linear models; constraint {con.name} is nonlinear", field="--solver")
+        coefs = [float(c) for c in repn.linear_coefs]
+        const = float(repn.constant)
+        lower = None if con.lower is None else pyo.value(con.lower) - const
+        upper = None if con.upper is None else pyo.value(con.upper) - const
+        if not coefs:
+            if (lower is not None and lower > _TOL) or (upper is not None and upper < -_TOL):
+                cp.add_bool_or([])  # a constant row that cannot hold: the model is infeasible
+            continue
+        scale = _integral_scale(coefs)
+        if scale is None:
+            raise NotTranslatable(f"constraint {con.name} has coefficients that are not decimals with at most {_MAX_POWER} digits", field="--solver")
+        int_coefs = [round(c * scale) for c in coefs]
+        lo = -cp_model.INT_MAX if lower is None else math.ceil(lower * scale - _TOL * max(1.0, abs(lower * scale)))
+        hi = cp_model.INT_MAX if upper is None else math.floor(upper * scale + _TOL * max(1.0, abs(upper * scale)))
+        expr = cp_model.LinearExpr.weighted_sum([var(v) for v in repn.linear_vars], int_coefs)
+        cp.add_linear_constraint(expr, lo, hi)
+
+    obj = objective_of(model)
+    repn = generate_standard_repn(obj.expr, quadratic=False)
+    if not repn.is_linear():
+        raise NotTranslatable("CP-SAT back end takes linear objectives", field="--solver")
+    coefs = [float(c) for c in repn.linear_coefs]
+    scale = _integral_scale(coefs) if coefs else 1
+    weights = [round(c * scale) for c in coefs] if scale is not None else coefs
+    expr = cp_model.LinearExpr.weighted_sum([var(v) for v in repn.linear_vars], weights)
+    if obj.sense == pyo.minimize:
+        cp.minimize(expr)
+    else:
+        cp.maximize(expr)
+    # variables that appear nowhere still need a value in the Pyomo model
+    for v in model.component_data_objects(pyo.Var, active=True):
+        if not v.fixed:
+            var(v)
+    return Translation(cp, list(cp_vars.values()), float(scale or 1), float(repn.constant))
+
+
+def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpSolver, Outcome]:
+    """Solve a CP-SAT model with our options; the caller reads values from the returned solver."""
+    import ortools
+
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.max_time_in_seconds = options.time_limit
+    params.num_workers = options.threads
+    params.random_seed = options.seed
+    params.relative_gap_limit = options.gap
+    params.absolute_gap_limit = 1e-9
+    status = solver.solve(cp)
+    has_solution = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    termination = {
+        cp_model.OPTIMAL: "optimal",
+        cp_model.FEASIBLE: "limit",
+        cp_model.INFEASIBLE: "infeasible",
+        cp_model.UNKNOWN: "limit",
+    }.get(status, "error")
+    message = ""
+    if status == cp_model.MODEL_INVALID:
+        message = f"CP-SAT: invalid model: {cp.validate()}"
+    elif status == cp_model.UNKNOWN and solver.wall_time < 0.9 * options.time_limit:
+        termination, message = "error", "CP-SAT stopped without an answer before the time limit"
+    bound = solver.best_objective_bound if cp.has_objective() and has_solution else None
+    if bound is not None and not math.isfinite(bound):
+        bound = None
+    return solver, Outcome(termination, has_solution, bound, ortools.__version__, message)
+
+
+def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
+    """Back end for :func:`~.pyomo_run.solve`: translate, solve, load values into ``model``."""
+    start = time.perf_counter()
+    tr = translate(model)
+    prep_s = time.perf_counter() - start
+    solver, outcome = run_cpsat(tr.model, options)
+    outcome.prep_s = prep_s
+    if outcome.has_solution:
+        for pvar, cvar in tr.pairs:
+            pvar.set_value(solver.value(cvar), skip_validation=True)
+    if outcome.bound is not None:
+        outcome.bound = outcome.bound / tr.objective_scale + tr.objective_offset
+    return outcome

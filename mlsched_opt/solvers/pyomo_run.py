@@ -1,0 +1,189 @@
+"""One solve function over Pyomo models, whatever the solver.
+
+:func:`solve` hands the model to a back end (HiGHS through ``pyomo.contrib.solver``, CP-SAT
+through :mod:`.cpsat`, or any other solver Pyomo's ``SolverFactory`` knows), loads the
+solution into the model when there is one, and turns the outcome into a
+:class:`~.report.SolveReport`.  The objective in the report is evaluated on the loaded
+values by Pyomo; the gap is ours; "optimal" needs the solver's proof *and* our gap within
+the requested one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import pyomo.environ as pyo
+
+from ..errors import SolverUnavailable
+from .report import SolveOptions, SolveReport
+
+
+@dataclass
+class Outcome:
+    """What a back end found, before we judge it.
+
+    ``termination``: ``optimal`` (proved within the gap), ``limit`` (stopped by time or another
+    limit), ``infeasible``, ``unbounded``, ``infeasible-or-unbounded`` or ``error``.
+    """
+
+    termination: str
+    has_solution: bool
+    bound: float | None
+    version: str
+    message: str = ""
+    prep_s: float = 0.0  # time spent translating the model, counted as build time
+
+
+Backend = Callable[[pyo.ConcreteModel, SolveOptions], Outcome]
+
+
+def objective_of(model: pyo.ConcreteModel) -> pyo.Objective:
+    objs = list(model.component_data_objects(pyo.Objective, active=True))
+    if len(objs) != 1:
+        raise ValueError(f"model must have exactly one active objective, has {len(objs)}")
+    return objs[0]
+
+
+def sense_of(model: pyo.ConcreteModel) -> str:
+    return "min" if objective_of(model).sense == pyo.minimize else "max"
+
+
+def solve(model: pyo.ConcreteModel, options: SolveOptions, build_s: float = 0.0) -> SolveReport:
+    """Solve ``model`` with ``options.solver`` and report; the solution, if any, is loaded into ``model``."""
+    from . import backend_for  # late import: the registry lives in the package
+
+    backend = backend_for(options.solver)
+    sense = sense_of(model)
+    start = time.perf_counter()
+    outcome = backend(model, options)
+    solve_s = time.perf_counter() - start
+    objective = pyo.value(objective_of(model)) if outcome.has_solution else None
+    bound = outcome.bound
+    if outcome.termination == "optimal" and outcome.has_solution and bound is None:
+        # a solver that proves optimality without reporting a bound (an LP, or CBC): the proof is the bound
+        bound = objective
+    report = SolveReport(
+        status="error", objective=objective, bound=bound, sense=sense,
+        solver=options.solver, solver_version=outcome.version, options=options.to_dict(),
+        build_s=build_s + outcome.prep_s, solve_s=solve_s - outcome.prep_s, message=outcome.message,
+    )
+    report.status = _judge(outcome, report, options)
+    return report
+
+
+def _judge(outcome: Outcome, report: SolveReport, options: SolveOptions) -> str:
+    if outcome.has_solution:
+        proved = outcome.termination == "optimal" and report.gap is not None and report.gap <= options.gap + 1e-12
+        if outcome.termination == "optimal" and not proved:
+            report.message = (report.message + "; " if report.message else "") + \
+                f"solver claimed optimality but the gap {report.gap} exceeds {options.gap}"
+        return "optimal" if proved else "feasible"
+    return {
+        "infeasible": "infeasible",
+        "unbounded": "unbounded",
+        "infeasible-or-unbounded": "infeasible",
+        "limit": "time-limit-no-solution",
+    }.get(outcome.termination, "error")
+
+
+# --- HiGHS -------------------------------------------------------------------------------
+
+def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
+    from pyomo.contrib.solver.solvers.highs import Highs
+
+    solver = Highs()
+    version = ".".join(map(str, solver.version()))
+    if not any(True for _ in model.component_data_objects(pyo.Var, active=True)):
+        return Outcome("optimal", True, None, version, "model has no variables")
+    results = solver.solve(
+        model,
+        time_limit=options.time_limit,
+        rel_gap=options.gap,
+        threads=options.threads,
+        load_solutions=False,
+        raise_exception_on_nonoptimal_result=False,
+        # mip_abs_gap defaults to 1e-6, which would stop before our relative gap on tiny objectives
+        solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-10, "output_flag": False},
+    )
+    has_solution = results.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
+    if has_solution:
+        results.solution_loader.load_vars()
+    termination = {
+        TC.convergenceCriteriaSatisfied: "optimal",
+        TC.maxTimeLimit: "limit",
+        TC.iterationLimit: "limit",
+        TC.objectiveLimit: "limit",
+        TC.interrupted: "limit",
+        TC.provenInfeasible: "infeasible",
+        TC.locallyInfeasible: "infeasible",
+        TC.unbounded: "unbounded",
+        TC.infeasibleOrUnbounded: "infeasible-or-unbounded",
+    }.get(results.termination_condition, "error")
+    bound = results.objective_bound
+    if bound is not None and abs(bound) == float("inf"):
+        bound = None
+    message = "" if termination != "error" else f"HiGHS ended with {results.termination_condition.name}"
+    return Outcome(termination, has_solution, bound, version, message)
+
+
+# --- any other solver Pyomo's SolverFactory knows ------------------------------------------
+
+# option names for the limit, the gap and the threads, per solver
+_LEGACY_OPTIONS = {
+    "cbc": {"time_limit": "sec", "gap": "ratioGap", "threads": "threads", "seed": "randomSeed"},
+    "glpk": {"time_limit": "tmlim", "gap": "mipgap"},
+    "scip": {"time_limit": "limits/time", "gap": "limits/gap", "seed": "randomization/randomseedshift"},
+    "gurobi": {"time_limit": "TimeLimit", "gap": "MIPGap", "threads": "Threads", "seed": "Seed"},
+    "gurobi_direct": {"time_limit": "TimeLimit", "gap": "MIPGap", "threads": "Threads", "seed": "Seed"},
+    "cplex": {"time_limit": "timelimit", "gap": "mip_tolerances_mipgap", "threads": "threads", "seed": "randomseed"},
+}
+
+
+def legacy_available(name: str) -> bool:
+    try:
+        return bool(pyo.SolverFactory(name).available(exception_flag=False))
+    except Exception:  # a plugin that fails to even probe is not available
+        return False
+
+
+def solve_legacy(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
+    from pyomo.opt import SolutionStatus, TerminationCondition as TC
+
+    name = options.solver
+    opt = pyo.SolverFactory(name)
+    if not legacy_available(name):
+        raise SolverUnavailable(f"solver {name!r} is not installed here (see `mlsched info`)", field="--solver")
+    names = _LEGACY_OPTIONS.get(name, {})
+    if "time_limit" not in names:
+        raise SolverUnavailable(f"solver {name!r} has no time-limit mapping here; use highs or cpsat", field="--solver")
+    for key, opt_name in names.items():
+        opt.options[opt_name] = getattr(options, key)
+    kwargs = {"load_solutions": False}
+    if hasattr(opt, "executable"):
+        kwargs["timelimit"] = options.time_limit + 10  # kills the process if the solver ignores its own limit
+    logging.getLogger("pyomo.core").setLevel(logging.ERROR)
+    results = opt.solve(model, **kwargs)
+    tc = results.solver.termination_condition
+    has_solution = len(results.solution) > 0 and results.solution(0).status in (
+        SolutionStatus.optimal, SolutionStatus.feasible, SolutionStatus.locallyOptimal, SolutionStatus.stoppedByLimit)
+    if has_solution:
+        model.solutions.load_from(results)
+    termination = {
+        TC.optimal: "optimal", TC.globallyOptimal: "optimal",
+        TC.maxTimeLimit: "limit", TC.maxIterations: "limit", TC.maxEvaluations: "limit",
+        TC.infeasible: "infeasible", TC.unbounded: "unbounded", TC.infeasibleOrUnbounded: "infeasible-or-unbounded",
+    }.get(tc, "error")
+    problem = results.problem
+    bound = problem.lower_bound if sense_of(model) == "min" else problem.upper_bound
+    try:
+        bound = float(bound)
+        if abs(bound) == float("inf"):
+            bound = None
+    except (TypeError, ValueError):
+        bound = None
+    version = ".".join(map(str, opt.version() or ())) if hasattr(opt, "version") else ""
+    return Outcome(termination, has_solution, bound, version, "" if termination != "error" else f"{name} ended with {tc}")

@@ -1,0 +1,134 @@
+"""What every solve takes (:class:`SolveOptions`) and what it returns (:class:`SolveReport`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from ..errors import OptionError
+
+#: Outcomes of a solve.  ``failed`` is a heuristic that found no feasible decision, which proves nothing.
+STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time-limit-no-solution", "failed", "error")
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Options every solve takes.
+
+    Parameters
+    ----------
+    solver
+        ``highs``, ``cpsat``, or any solver name Pyomo's ``SolverFactory`` knows (``cbc``, ``glpk``,
+        ``scip``, ``gurobi``, ...) when installed.
+    time_limit
+        Seconds for the solver; always set, so nothing hangs.
+    gap
+        Relative gap at which an exact solver may stop and claim optimality.  Set explicitly
+        (HiGHS's own default would be 1e-4).
+    threads
+        Solver threads.  1 by default, which makes runs repeatable for a given seed.
+    seed
+        Random seed for the solver and for randomized algorithms.
+    """
+
+    solver: str = "highs"
+    time_limit: float = 60.0
+    gap: float = 1e-6
+    threads: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (self.time_limit > 0 and math.isfinite(self.time_limit)):
+            raise OptionError(f"time limit must be a positive number of seconds, got {self.time_limit}", field="--time-limit")
+        if not (0 <= self.gap < 1):
+            raise OptionError(f"gap must be in [0, 1), got {self.gap}", field="--gap")
+        if self.threads < 1:
+            raise OptionError(f"threads must be >= 1, got {self.threads}", field="--threads")
+        if self.seed < 0:
+            raise OptionError(f"seed must be >= 0, got {self.seed}", field="--seed")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """``|bound - objective| / max(|objective|, |bound|)``, 0 when they agree to 1e-9.
+
+    The denominator keeps the gap finite when the objective is 0; it never exceeds the
+    HiGHS definition ``|bound - objective| / |objective|``, so a solver that stopped at its
+    gap limit also meets ours.
+    """
+    if objective is None or bound is None or not math.isfinite(bound) or not math.isfinite(objective):
+        return None
+    diff = abs(bound - objective)
+    if diff <= 1e-9 * max(1.0, abs(objective)):
+        return 0.0
+    return diff / max(abs(objective), abs(bound))
+
+
+@dataclass
+class SolveReport:
+    """The outcome of one solve or one algorithm run.
+
+    ``objective`` is the value of the returned decision; ``bound`` the best proven bound on the
+    optimum (``None`` for heuristics, which prove nothing); ``gap`` is computed here from the two
+    (see :func:`relative_gap`), not copied from the solver.  ``wall_s = build_s + solve_s``.
+    """
+
+    status: str
+    objective: float | None
+    bound: float | None
+    sense: str
+    solver: str
+    solver_version: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    message: str = ""
+    gap: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+        if self.sense not in ("min", "max"):
+            raise ValueError(f"sense must be 'min' or 'max', got {self.sense!r}")
+        self.gap = relative_gap(self.objective, self.bound)
+
+    @property
+    def wall_s(self) -> float:
+        return self.build_s + self.solve_s
+
+    @property
+    def has_solution(self) -> bool:
+        return self.status in ("optimal", "feasible")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "objective": _finite(self.objective),
+            "bound": _finite(self.bound),
+            "gap": self.gap,
+            "sense": self.sense,
+            "wall_s": round(self.wall_s, 6),
+            "build_s": round(self.build_s, 6),
+            "solve_s": round(self.solve_s, 6),
+            "solver": self.solver,
+            "solver_version": self.solver_version,
+            "options": dict(self.options),
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SolveReport":
+        return cls(
+            status=data["status"], objective=data.get("objective"), bound=data.get("bound"),
+            sense=data["sense"], solver=data.get("solver", ""), solver_version=data.get("solver_version", ""),
+            options=data.get("options", {}), build_s=data.get("build_s", 0.0), solve_s=data.get("solve_s", 0.0),
+            message=data.get("message", ""),
+        )
+
+
+def _finite(x: float | None) -> float | None:
+    # JSON has no infinity; an infinite bound means "no bound"
+    return None if x is None or not math.isfinite(x) else float(x)

@@ -1,0 +1,44 @@
+"""Properties over generated instances: answers pass the checker; LP bound >= optimum >= heuristic (max)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from mlsched_opt.checking import check_solution
+from mlsched_opt.io import from_document, load_catalog
+from mlsched_opt.problems import REGISTRY, GenerateSpec
+from mlsched_opt.solvers import SolveOptions
+
+EXACT = SolveOptions(gap=0.0, time_limit=30)
+
+
+@pytest.mark.parametrize("problem", sorted(REGISTRY))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), jobs=st.integers(1, 9), servers=st.integers(1, 5), objective=st.sampled_from(["weight", "servers"]))
+def test_every_method_passes_the_checker_and_bounds_are_ordered(problem, seed, jobs, servers, objective):
+    family = REGISTRY[problem]
+    catalog = load_catalog()
+    inst = from_document(family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed), catalog), catalog=catalog)
+    options = {"objective": objective}
+    sense = family.sense(family.parse_options(options))
+    results = {}
+    for method in family.methods:
+        sol = family.run(inst, method, EXACT, options)
+        if sol.decision is not None:
+            check = check_solution(inst, sol)
+            assert check.feasible, (method, [str(v) for v in check.violations])
+            assert check.objective == pytest.approx(sol.report.objective)
+        results[method] = sol.report
+    exact = results.pop("exact")
+    lp = family.lp_bound(inst, family.parse_options(options), EXACT)
+    if exact.status == "infeasible":
+        assert all(r.status in ("failed", "infeasible") for r in results.values())
+        return
+    assert exact.status == "optimal"
+    better = (lambda a, b: a >= b - 1e-6) if sense == "max" else (lambda a, b: a <= b + 1e-6)
+    for method, rep in results.items():
+        if rep.objective is not None:
+            assert better(exact.objective, rep.objective), (method, exact.objective, rep.objective)
+    assert lp.status == "optimal"
+    assert better(lp.objective, exact.objective), (lp.objective, exact.objective)
