@@ -15,6 +15,14 @@ from mlsched_opt.io import load_catalog
 from .conftest import shared_data
 
 
+@pytest.fixture
+def data():
+    found = shared_data()
+    if found is None:
+        pytest.skip("../shared/data not found beside the repository (set MLSCHED_SHARED_DATA)")
+    return found
+
+
 def test_at_least_six_workloads_each_with_sourced_figures(catalog):
     assert len(catalog) >= 6
     for name in catalog:
@@ -37,10 +45,7 @@ def test_layer_profiles_add_up_to_the_model_size(catalog, name, total):
     assert catalog[name].gradient_mb == pytest.approx(total * 4 / 1e6, rel=1e-6)
 
 
-def test_gavel_figures_match_the_data(catalog):
-    data = shared_data()
-    if data is None:
-        pytest.skip("../shared/data not found beside the repository (set MLSCHED_SHARED_DATA)")
+def test_gavel_figures_match_the_data(catalog, data):
     gavel = json.loads((data / "gavel" / "simulation_throughputs.json").read_text())
     checked = 0
     for name in catalog:
@@ -58,10 +63,7 @@ def test_gavel_figures_match_the_data(catalog):
     assert checked >= 21
 
 
-def test_pollux_figures_match_the_data(catalog):
-    data = shared_data()
-    if data is None:
-        pytest.skip("../shared/data not found beside the repository (set MLSCHED_SHARED_DATA)")
+def test_pollux_figures_match_the_data(catalog, data):
     checked = 0
     for name in catalog:
         for row in catalog[name].data.get("throughput", []):

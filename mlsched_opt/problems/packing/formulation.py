@@ -46,12 +46,15 @@ def _model(view: PackingView, objective: str) -> pyo.ConcreteModel:
         setattr(m, var_name, pyo.Var(getattr(m, f"{var_name}_pairs"), domain=pyo.NonNegativeIntegers,
                                      bounds=lambda _m, j, s, b=bounds: b[j, s]))
     jindex = {j: i for i, j in enumerate(jobs)}
+    sindex = {s: i for i, s in enumerate(servers)}
+    rindex = {r: i for i, r in enumerate(view.resources)}
+    servers_of = {task: {j: [s for (jj, s) in pairs[task] if jj == j] for j in jobs} for task, _ in TASKS}
 
     def placed(task: str, var_name: str):
         count = view.count(task)
 
         def rule(mm, j):
-            terms = [getattr(mm, var_name)[j, s] for (jj, s) in pairs[task] if jj == j]
+            terms = [getattr(mm, var_name)[j, s] for s in servers_of[task][j]]
             n = int(count[jindex[j]])
             if n == 0:
                 return pyo.Constraint.Skip
@@ -72,12 +75,11 @@ def _model(view: PackingView, objective: str) -> pyo.ConcreteModel:
     for task, var_name in TASKS:
         for j, s in pairs[task]:
             by_server[s].append((task, jindex[j], getattr(m, var_name)[j, s]))
-    rows = [(s, r) for si, s in enumerate(servers) for r, res in enumerate(view.resources)
+    rows = [(s, r) for s in servers for r in range(len(view.resources))
             if any(view.demand[task][j, r] > 0 for task, j, _ in by_server[s])]
 
     def capacity_rule(mm, s, res):
-        r = view.resources.index(res)
-        si = servers.index(s)
+        r, si = rindex[res], sindex[s]
         load = sum(view.demand[task][j, r] * v for task, j, v in by_server[s] if view.demand[task][j, r] > 0)
         cap = view.capacity[si, r]
         return load <= cap * (mm.used[s] if objective == "servers" else 1)
