@@ -11,9 +11,8 @@ from ...io.instance import Instance
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
     admitted = list(decision.get("admitted", []))
     placement = decision.get("placement", {})
-    for key in ("schedule",):
-        if decision.get(key):
-            result.add("decision", key, "packing decisions are static; use placement")
+    if decision.get("schedule"):
+        result.add("decision", "schedule", "packing decisions are static; use placement")
     unknown_jobs(result, instance, admitted, "admitted")
     unknown_jobs(result, instance, placement, "placement")
     if len(set(admitted)) != len(admitted):
