@@ -37,18 +37,19 @@ def _model(view: PackingView, objective: str) -> pyo.ConcreteModel:
     m.J = pyo.Set(initialize=jobs, ordered=True)
     m.S = pyo.Set(initialize=servers, ordered=True)
     m.admit = pyo.Var(m.J, domain=pyo.Binary)
-    pairs = {}
-    for task, var_name in TASKS:
-        count, ok = view.count(task), view.eligible[task]
-        pairs[task] = [(jobs[j], servers[s]) for j in range(len(jobs)) if count[j] > 0 for s in range(len(servers)) if ok[j, s]]
-        bounds = {(jobs[j], servers[s]): (0, int(count[j])) for j in range(len(jobs)) for s in range(len(servers))}
-        setattr(m, f"{var_name}_pairs", pyo.Set(initialize=pairs[task], dimen=2, ordered=True))
-        setattr(m, var_name, pyo.Var(getattr(m, f"{var_name}_pairs"), domain=pyo.NonNegativeIntegers,
-                                     bounds=lambda _m, j, s, b=bounds: b[j, s]))
     jindex = {j: i for i, j in enumerate(jobs)}
     sindex = {s: i for i, s in enumerate(servers)}
     rindex = {r: i for i, r in enumerate(view.resources)}
-    servers_of = {task: {j: [s for (jj, s) in pairs[task] if jj == j] for j in jobs} for task, _ in TASKS}
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    servers_of: dict[str, dict[str, list[str]]] = {}
+    for task, var_name in TASKS:
+        count, ok = view.count(task), view.eligible[task]
+        servers_of[task] = {jobs[j]: [servers[s] for s in range(len(servers)) if ok[j, s]] if count[j] > 0 else []
+                            for j in range(len(jobs))}
+        pairs[task] = [(j, s) for j in jobs for s in servers_of[task][j]]
+        setattr(m, f"{var_name}_pairs", pyo.Set(initialize=pairs[task], dimen=2, ordered=True))
+        setattr(m, var_name, pyo.Var(getattr(m, f"{var_name}_pairs"), domain=pyo.NonNegativeIntegers,
+                                     bounds=lambda _m, j, s, c=count: (0, int(c[jindex[j]]))))
 
     def placed(task: str, var_name: str):
         count = view.count(task)
