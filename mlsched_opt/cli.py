@@ -218,13 +218,15 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
 @click.option("--slots", type=click.IntRange(min=1), default=None, help="Time slots (slotted problems).")
 @click.option("--seed", type=int, required=True)
 @click.option("-o", "--output", required=True, metavar="FILE", help="Instance file to write (.toml or .json).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Generator option (see `mlsched info`).")
 @click.pass_context
-def generate(ctx, problem, jobs, servers, slots, seed, output) -> int:
+def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
     """Write a random instance; the same seed gives the same file.
 
     \b
-    Example:
+    Examples:
       mlsched generate --problem packing --jobs 12 --servers 4 --seed 7 -o my.toml
+      mlsched generate --problem smd --jobs 30 --servers 2 --seed 1 --set sgd=sync -o smd.toml
     """
     from .io import from_document, load_catalog, write_document
     from .io.files import format_of
@@ -235,7 +237,8 @@ def generate(ctx, problem, jobs, servers, slots, seed, output) -> int:
     format_of(output)
     family = get_family(problem)
     catalog = load_catalog(ctx.obj["catalog"])
-    doc = family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots), catalog)
+    options = family.parse_generate_options(_parse_sets(sets))
+    doc = family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=options), catalog)
     from_document(doc, file=output, catalog=catalog)  # a generator bug must not produce an invalid file
     write_document(doc, output)
     click.echo(f"wrote {output}")
@@ -303,7 +306,9 @@ def info(ctx) -> int:
             g = f" [guarantee: {m.guarantee}]" if m.guarantee else ""
             click.echo(f"    --method {m.name} ({m.kind}): {m.summary}{g}")
         for o in fam.options:
-            click.echo(f"    --set {o.name}=<{'|'.join(map(str, o.choices or ()))}> (default {o.default}): {o.help}")
+            click.echo(f"    --set {o.name}=<{'|'.join(map(str, o.choices or ())) or type(o.default).__name__}> (default {o.default}): {o.help}")
+        for o in fam.generate_options:
+            click.echo(f"    generate --set {o.name}=<{'|'.join(map(str, o.choices or ())) or type(o.default).__name__}> (default {o.default}): {o.help}")
     click.echo("solvers:")
     for name, version in available_solvers().items():
         click.echo(f"  {name}: {version or 'not installed'}")

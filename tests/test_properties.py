@@ -12,15 +12,30 @@ from mlsched_opt.solvers import SolveOptions
 
 EXACT = SolveOptions(gap=0.0, time_limit=30)
 
+#: per family: problem options to draw from, generator options, and the range of --servers
+CASES = {
+    "packing": ([{"objective": "weight"}, {"objective": "servers"}], [{}], (1, 5)),
+    # capacity in virtual instances, so that admission is tight; small grids keep it quick
+    "smd": ([{"epsilon1": 0.3}, {"epsilon1": 0.3, "outer": "exact", "attempts": 1}, {"inner": "enumerate", "epsilon2": 0.9}],
+            [{"unit": "instance", "sgd": "sync"}, {"unit": "instance", "sgd": "async"}, {"unit": "instance", "workloads": "catalog"}], (1, 40)),
+}
+
+
+def test_every_family_has_property_cases():
+    assert set(CASES) == set(REGISTRY)
+
 
 @pytest.mark.parametrize("problem", sorted(REGISTRY))
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10**6), jobs=st.integers(1, 9), servers=st.integers(1, 5), objective=st.sampled_from(["weight", "servers"]))
-def test_every_method_passes_the_checker_and_bounds_are_ordered(problem, seed, jobs, servers, objective):
+@given(seed=st.integers(0, 10**6), jobs=st.integers(1, 9), data=st.data())
+def test_every_method_passes_the_checker_and_bounds_are_ordered(problem, seed, jobs, data):
     family = REGISTRY[problem]
     catalog = load_catalog()
-    inst = from_document(family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed), catalog), catalog=catalog)
-    options = {"objective": objective}
+    option_cases, generator_cases, (lo, hi) = CASES[problem]
+    options = data.draw(st.sampled_from(option_cases))
+    spec = GenerateSpec(jobs=jobs, servers=data.draw(st.integers(lo, hi)), seed=seed,
+                        options=family.parse_generate_options(data.draw(st.sampled_from(generator_cases))))
+    inst = from_document(family.generate(spec, catalog), catalog=catalog)
     sense = family.sense(family.parse_options(options))
     results = {}
     for method in family.methods:

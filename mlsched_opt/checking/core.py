@@ -107,6 +107,15 @@ def unknown_jobs(result: CheckResult, instance: Instance, ids: list[str] | Mappi
             result.add("unknown-job", f"{where}.{job_id}", "no such job in the instance")
 
 
+def admitted_jobs(result: CheckResult, instance: Instance, decision: Mapping[str, Any]) -> set[str]:
+    """``decision["admitted"]`` as a set, reporting unknown and repeated ids."""
+    admitted = list(decision.get("admitted", []))
+    unknown_jobs(result, instance, admitted, "admitted")
+    if len(set(admitted)) != len(admitted):
+        result.add("admitted", "admitted", "a job is listed more than once")
+    return set(admitted)
+
+
 def compare_objective(result: CheckResult, claimed: float | None, tol: float = TOL) -> None:
     """Record ``claimed`` and flag it when it differs from the recomputed objective."""
     result.claimed = claimed

@@ -72,9 +72,10 @@ class Utility:
     kind: str
     params: Mapping[str, float]
     delay_unit: str = "slots"
+    delay_scale: float = 1.0
 
     def __call__(self, delay: float | np.ndarray) -> float | np.ndarray:
-        d = np.asarray(delay, dtype=float)
+        d = np.asarray(delay, dtype=float) / self.delay_scale
         p = self.params
         if self.kind == "sigmoid":
             # exp overflow for very late completions is harmless: utility tends to 0
@@ -88,8 +89,8 @@ class Utility:
 
     @classmethod
     def parse(cls, spec: Mapping[str, Any]) -> "Utility":
-        params = {k: float(v) for k, v in spec.items() if k not in ("kind", "delay_unit")}
-        return cls(spec["kind"], params, spec.get("delay_unit", "slots"))
+        params = {k: float(v) for k, v in spec.items() if k not in ("kind", "delay_unit", "delay_scale")}
+        return cls(spec["kind"], params, spec.get("delay_unit", "slots"), float(spec.get("delay_scale", 1.0)))
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,8 @@ class Job:
     utility: Utility | None
     weight: float
     gpu_models: tuple[str, ...] | None
+    limit: Mapping[str, float] | None = None
+    speed_model: Mapping[str, Any] | None = None
 
     @property
     def path(self) -> str:
@@ -326,6 +329,8 @@ def _job(i: int, spec: dict[str, Any], file: str | None, catalog: Catalog | None
         utility=Utility.parse(spec["utility"]) if "utility" in spec else None,
         weight=float(spec.get("weight", 1.0)),
         gpu_models=tuple(spec["gpu_models"]) if "gpu_models" in spec else None,
+        limit=resource_vector(spec["limit"]) if "limit" in spec else None,
+        speed_model=spec.get("speed_model"),
     )
 
 

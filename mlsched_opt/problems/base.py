@@ -66,10 +66,13 @@ class Method:
 
 @dataclass(frozen=True)
 class GenerateSpec:
+    """What ``mlsched generate`` asks for; ``options`` are the family's generator options, parsed."""
+
     jobs: int
     servers: int
     seed: int
     slots: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ class Family:
         ``(GenerateSpec, catalog) -> instance document``.
     diagnose
         ``(instance, options) -> reason | None``: an obvious reason for infeasibility, if any.
+    generate_options
+        Options of the generator (``mlsched generate --set NAME=VALUE``).
     """
 
     name: str
@@ -104,6 +109,7 @@ class Family:
     algorithms: tuple[Method, ...] = ()
     options: tuple[Option, ...] = ()
     diagnose: Callable[[Instance, Mapping[str, Any]], str | None] | None = None
+    generate_options: tuple[Option, ...] = ()
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -116,12 +122,10 @@ class Family:
         return self.methods[name]
 
     def parse_options(self, raw: Mapping[str, Any], source: str = "--set") -> dict[str, Any]:
-        known = {o.name: o for o in self.options}
-        for key in raw:
-            if key not in known:
-                allowed = ", ".join(known) or "none"
-                raise OptionError(f"unknown option {key!r} for problem {self.name} (options: {allowed})", field=source)
-        return {name: opt.parse(raw.get(name, opt.default), source) for name, opt in known.items()}
+        return _parse(self.options, raw, source, f"problem {self.name}")
+
+    def parse_generate_options(self, raw: Mapping[str, Any], source: str = "--set") -> dict[str, Any]:
+        return _parse(self.generate_options, raw, source, f"the {self.name} generator")
 
     def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
         start = time.perf_counter()
@@ -149,6 +153,15 @@ class Family:
         opts = self.parse_options(options or {})
         result = self.method(method).run(instance, opts, solve_options)
         return Solution.for_instance(instance, self.name, method, result.report, result.decision, opts)
+
+
+def _parse(options: tuple[Option, ...], raw: Mapping[str, Any], source: str, owner: str) -> dict[str, Any]:
+    known = {o.name: o for o in options}
+    for key in raw:
+        if key not in known:
+            allowed = ", ".join(known) or "none"
+            raise OptionError(f"unknown option {key!r} for {owner} (options: {allowed})", field=source)
+    return {name: opt.parse(raw.get(name, opt.default), source) for name, opt in known.items()}
 
 
 def heuristic_report(sense: str, objective: float | None, elapsed_s: float, name: str,

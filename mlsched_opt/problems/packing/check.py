@@ -4,20 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...checking.core import CheckResult, Usage, read_counts, unknown_jobs
+from ...checking.core import CheckResult, Usage, admitted_jobs, read_counts, unknown_jobs
 from ...io.instance import Instance
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
-    admitted = list(decision.get("admitted", []))
     placement = decision.get("placement", {})
     if decision.get("schedule"):
         result.add("decision", "schedule", "packing decisions are static; use placement")
-    unknown_jobs(result, instance, admitted, "admitted")
+    admitted_set = admitted_jobs(result, instance, decision)
     unknown_jobs(result, instance, placement, "placement")
-    if len(set(admitted)) != len(admitted):
-        result.add("admitted", "admitted", "a job is listed more than once")
-    admitted_set = set(admitted)
     usage = Usage(instance, instance.resource_names())
     used: set[str] = set()
     for job in instance.jobs:

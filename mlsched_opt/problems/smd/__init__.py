@@ -1,0 +1,55 @@
+"""``smd``: admission and worker/PS sizing by the Sum-of-ratios Multi-dimensional-knapsack
+Decomposition of Yu, Wu, Ji, Liu (IEEE INFOCOM 2021); spec ``papers/002_smd.md``.
+
+One scheduling interval: admit a subset of parameter-server jobs and choose each admitted
+job's workers ``w`` and PSs ``p`` to maximise the sum of sigmoid utilities of completion time
+(layered iteration-time model, :mod:`.layered`), with cluster capacity reserved by each job's
+declared limit.
+
+Methods: ``exact`` (per-job enumeration + knapsack ILP, HiGHS or CP-SAT), ``smd``
+(Algorithm 1 grid + LPs, Algorithm 2 rounding, Frieze-Clarke), ``esw`` and ``optimus``
+(baseline inner allocations with the same outer knapsack).
+"""
+
+from __future__ import annotations
+
+from ..base import Family, Method, Option
+from .baselines import ESW_VARIANTS, OPTIMUS_VARIANTS
+from .check import check
+from .formulation import build_model, decision_from_model
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .generate import generate
+from .inner import LP_ENGINES
+from .methods import SMD_GUARANTEE, run_esw, run_optimus, run_smd
+from .view import OVERLAPS
+
+FAMILY = Family(
+    name="smd",
+    summary="admit PS jobs and size workers/PSs for max total sigmoid utility, capacity reserved by declared limits (SMD)",
+    build_model=build_model,
+    decision_from_model=decision_from_model,
+    check=check,
+    sense=lambda options: "max",
+    generate=generate,
+    generate_options=GENERATE_OPTIONS,
+    algorithms=(
+        Method("smd", "heuristic", run_smd, "SMD: grid + Charnes-Cooper LPs, scaled randomized rounding (seeded), Frieze-Clarke admission",
+               guarantee=SMD_GUARANTEE),
+        Method("esw", "heuristic", run_esw, "ESW baseline: w = p (largest that fits, or best with esw=best), same admission step"),
+        Method("optimus", "heuristic", run_optimus, "Optimus-style greedy from (1,1): add the worker or PS that lowers the time most, same admission step"),
+    ),
+    options=(
+        Option("epsilon1", 0.1, None, "Algorithm 1 grid ratio (paper 0.01; the grid grows as (1/eps1)^(J-1))"),
+        Option("epsilon2", 0.5, None, "Frieze-Clarke accuracy: k = ceil(R(1-eps2)/eps2) (paper 0.01 enumerates every subset)"),
+        Option("attempts", 10, None, "F: rounding draws per job (best feasible kept)"),
+        Option("scale", "none", ("none", "formula"), "rounding scale: none uses m_delta; formula uses Lemma 3 with delta"),
+        Option("m_delta", 1.0, None, "M_delta when scale=none (paper experiments: 1)"),
+        Option("delta", 0.5, None, "delta of Lemma 3 when scale=formula"),
+        Option("inner", "grid", ("grid", "enumerate"), "SMD's inner step: Algorithms 1-2, or exact enumeration (isolates the outer loss)"),
+        Option("outer", "ptas", ("ptas", "exact"), "admission step of smd/esw/optimus: Frieze-Clarke, or the exact knapsack (isolates the inner loss)"),
+        Option("lp", "vertex", LP_ENGINES, "Algorithm 1's LP solver: batched exact 2-D vertex enumeration, or Charnes-Cooper LPs in HiGHS"),
+        Option("overlap", "instance", OVERLAPS, "override every job's overlap scheme (ablation)"),
+        Option("esw", "max", ESW_VARIANTS, "ESW variant"),
+        Option("optimus", "stop", OPTIMUS_VARIANTS, "Optimus stopping rule"),
+    ),
+)

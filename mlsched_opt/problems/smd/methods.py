@@ -1,0 +1,102 @@
+"""SMD end to end (spec 002 section 2.6) and the baselines, as toolkit methods."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ...io.instance import Instance
+from ...solvers import SolveOptions
+from ..base import MethodResult, heuristic_report
+from .baselines import esw, optimus
+from .formulation import decision, values
+from .inner import NONE, Allocation, algorithm1, algorithm2, best_integer, scale_factor
+from .mkp import exact_knapsack, frieze_clarke
+from .view import SmdJob, SmdView, smd_view
+
+SMD_GUARANTEE = (
+    "Theorem 5 (Yu et al. 2021): with probability > (1-(delta/2)^F)^I the utility is at least "
+    "mu'(1-eps2)/mu* of the optimum, mu' the utility at (1+eps1)(24/M_delta+4)/delta times the optimal time "
+    "(vacuous for sigmoid utilities: the factor is >= 28); the outer step alone keeps >= k/(k+R) of the knapsack optimum"
+)
+
+
+def admit(view: SmdView, allocations: list[Allocation], options: Mapping[str, Any], solve_options: SolveOptions) -> tuple[list[str], dict[str, Any]]:
+    """The outer step shared by SMD and the baselines: Frieze-Clarke (default) or the exact knapsack."""
+    u = values(view, allocations)
+    weights = view.limits()
+    if options["outer"] == "exact":
+        res = exact_knapsack(u, weights, view.capacity, time_limit=solve_options.time_limit, gap=solve_options.gap)
+        stats = {"outer": "exact", "outer_s": res.seconds, "outer_proven": res.proven_optimal}
+    else:
+        res = frieze_clarke(u, weights, view.capacity, options["epsilon2"], deadline_s=solve_options.time_limit)
+        stats = {"outer": "frieze-clarke", "k": res.k, "subsets": res.subsets, "outer_lps": res.lps,
+                 "outer_s": res.seconds, "outer_complete": res.complete}
+    admitted = [j.id for j, c in zip(view.jobs, res.chosen) if c and allocations[j.index].feasible]
+    return admitted, stats
+
+
+def _finish(name: str, view: SmdView, allocations: list[Allocation], stats: dict[str, Any], options: Mapping[str, Any],
+            solve_options: SolveOptions, start: float) -> MethodResult:
+    admitted, outer_stats = admit(view, allocations, options, solve_options)
+    stats.update(outer_stats)
+    u = values(view, allocations)
+    chosen = set(admitted)
+    objective = float(sum(u[j.index] for j in view.jobs if j.id in chosen))
+    by_id = {j.id: a for j, a in zip(view.jobs, allocations)}
+    message = ", ".join(f"{k}={_short(v)}" for k, v in stats.items())
+    report = heuristic_report("max", objective, time.perf_counter() - start, name,
+                              {**options, "seed": solve_options.seed}, message)
+    return MethodResult(report, decision(admitted, by_id, stats))
+
+
+def _short(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    """Algorithm 1 + Algorithm 2 per job, then Frieze-Clarke over the jobs."""
+    start = time.perf_counter()
+    view = smd_view(instance, options["overlap"])
+    allocations: list[Allocation] = []
+    lps = grid = draws = fallbacks = 0
+    alg1_s = 0.0
+    deadline = start + solve_options.time_limit
+    for job in view.jobs:
+        if not job.admissible:
+            allocations.append(NONE)
+            continue
+        if options["inner"] == "enumerate":
+            allocations.append(best_integer(job))
+            continue
+        frac = algorithm1(job, options["epsilon1"], options["lp"], deadline_s=max(0.0, deadline - time.perf_counter()))
+        lps += frac.lps
+        grid += frac.grid_points
+        alg1_s += frac.seconds
+        scale = scale_factor(job, options["delta"]) if options["scale"] == "formula" else options["m_delta"]
+        # one generator per job, so a job's draws do not depend on the other jobs (spec P23)
+        rng = np.random.default_rng([solve_options.seed, job.index])
+        alloc, used, fell_back = algorithm2(job, frac.x, options["attempts"], rng, scale)
+        draws += used
+        fallbacks += fell_back
+        allocations.append(alloc)
+    stats: dict[str, Any] = {"inner": options["inner"]}
+    if options["inner"] == "grid":
+        stats.update({"grid_points": grid, "lps": lps, "alg1_s": alg1_s, "draws": draws, "fallbacks": fallbacks})
+    return _finish("smd", view, allocations, stats, options, solve_options, start)
+
+
+def _baseline(name: str, inner: Callable[[SmdJob, str], Allocation], variant_option: str):
+    def run(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+        start = time.perf_counter()
+        view = smd_view(instance, options["overlap"])
+        allocations = [inner(job, options[variant_option]) if job.admissible else NONE for job in view.jobs]
+        return _finish(name, view, allocations, {"variant": options[variant_option]}, options, solve_options, start)
+
+    return run
+
+
+run_esw = _baseline("esw", esw, "esw")
+run_optimus = _baseline("optimus", optimus, "optimus")

@@ -1,0 +1,107 @@
+"""A small LP on numpy arrays, solved by HiGHS directly and re-solved after small changes.
+
+For hot loops (thousands of LPs that differ in a few coefficients or bounds) a Pyomo model per
+LP costs milliseconds of building; this keeps one ``highspy.Highs`` object, changes what
+differs, and re-runs simplex from the previous basis.  Solutions are basic (dual simplex),
+which the Frieze-Clarke knapsack scheme relies on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+INF = highspy.kHighsInf
+
+
+@dataclass(frozen=True)
+class LPResult:
+    status: str  # "optimal" | "time-limit" (with a feasible x) | "infeasible" | "unbounded" | "failed"
+    x: np.ndarray | None
+    objective: float | None
+
+
+class ArrayLP:
+    """``min/max c x`` s.t. ``row_lo <= A x <= row_hi``, ``col_lo <= x <= col_hi``.
+
+    Parameters
+    ----------
+    c, A, row_lo, row_hi, col_lo, col_hi
+        Dense arrays (these LPs are small); use ``-INF``/``INF`` for absent sides.
+    maximize
+        Sense of the objective.
+    time_limit
+        Seconds per solve, so a pathological LP cannot hang a loop.
+    integer, gap
+        Make every column integer (a small MIP) and stop at this relative gap.
+    """
+
+    def __init__(self, c, A, row_lo, row_hi, col_lo, col_hi, maximize: bool = False, time_limit: float = 10.0,
+                 integer: bool = False, gap: float = 1e-6):
+        A = np.asarray(A, dtype=float)
+        self.shape = A.shape
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("presolve", "off")  # tiny LPs; presolve would also discard the warm basis
+        h.setOptionValue("simplex_strategy", 1)  # dual simplex: basic solutions
+        h.setOptionValue("time_limit", float(time_limit))
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+        lp.col_cost_ = np.asarray(c, dtype=float)
+        lp.col_lower_ = np.asarray(col_lo, dtype=float)
+        lp.col_upper_ = np.asarray(col_hi, dtype=float)
+        lp.row_lower_ = np.asarray(row_lo, dtype=float)
+        lp.row_upper_ = np.asarray(row_hi, dtype=float)
+        # column-wise sparse storage, keeping explicit zeros so their coefficients can change later
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.arange(0, A.size + 1, A.shape[0], dtype=np.int32)
+        lp.a_matrix_.index_ = np.tile(np.arange(A.shape[0], dtype=np.int32), A.shape[1])
+        lp.a_matrix_.value_ = A.T.ravel().copy()
+        lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+        if integer:
+            lp.integrality_ = [highspy.HighsVarType.kInteger] * A.shape[1]
+            h.setOptionValue("mip_rel_gap", float(gap))
+            h.setOptionValue("mip_abs_gap", 0.0)
+        h.passModel(lp)
+        self.highs = h
+        self.solves = 0
+
+    def set_coeff(self, row: int, col: int, value: float) -> None:
+        self.highs.changeCoeff(int(row), int(col), float(value))
+
+    def set_cost(self, c) -> None:
+        c = np.asarray(c, dtype=float)
+        self.highs.changeColsCost(len(c), np.arange(len(c), dtype=np.int32), c)
+
+    def set_col_bounds(self, lo, hi) -> None:
+        lo = np.asarray(lo, dtype=float)
+        self.highs.changeColsBounds(len(lo), np.arange(len(lo), dtype=np.int32), lo, np.asarray(hi, dtype=float))
+
+    def mip_bound(self) -> float:
+        """The MIP's best bound after :meth:`solve` (integer models)."""
+        return float(self.highs.getInfo().mip_dual_bound)
+
+    def solve(self) -> LPResult:
+        h = self.highs
+        h.run()
+        self.solves += 1
+        status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kOptimal:
+            x = np.array(h.getSolution().col_value)
+            return LPResult("optimal", x, float(h.getInfo().objective_function_value))
+        if status == highspy.HighsModelStatus.kTimeLimit and h.getInfo().primal_solution_status == 2:
+            return LPResult("time-limit", np.array(h.getSolution().col_value), float(h.getInfo().objective_function_value))
+        if status == highspy.HighsModelStatus.kInfeasible:
+            return LPResult("infeasible", None, None)
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            # the warm basis can mislead; decide from scratch
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
+            if status == highspy.HighsModelStatus.kOptimal:
+                return LPResult("optimal", np.array(h.getSolution().col_value), float(h.getInfo().objective_function_value))
+            return LPResult("infeasible" if status == highspy.HighsModelStatus.kInfeasible else "unbounded", None, None)
+        return LPResult("failed", None, None)
