@@ -337,3 +337,19 @@ def test_catalog_jobs_take_layers_from_the_catalog(catalog):
     per_sample = 1 / catalog["resnet50"].throughput_samples_per_s("V100", 1)
     assert job.theta[4] == pytest.approx(job.eta[0] * 1000 * 256 * per_sample / 3)
     assert job.theta[3] == pytest.approx(2 * 1000 * job.eta[2] * catalog["resnet50"].gradient_mb * 8 / 1000 / 10)
+
+
+@pytest.mark.parametrize("setting", ["epsilon1=0", "epsilon2=1", "attempts=0", "m_delta=1.5", "delta=0", "epsilon1=0.00001", "lp=simplex"])
+def test_bad_options_exit_2(run, setting):
+    code, _, err = run("solve", TOY, "--method", "smd", "--set", setting)
+    assert code == 2 and "--set" in err and "Traceback" not in err
+
+
+def test_generate_smd_from_the_cli(run, tmp_path):
+    out = tmp_path / "g.toml"
+    code, _, _ = run("generate", "--problem", "smd", "--jobs", "5", "--servers", "2", "--seed", "4", "--set", "sgd=async", "-o", out)
+    assert code == 0
+    code, text, _ = run("solve", out, "--method", "smd", "--json")
+    assert code == 0 and json.loads(text)["check"]["feasible"]
+    code, _, err = run("generate", "--problem", "smd", "--jobs", "5", "--servers", "2", "--seed", "4", "--set", "sgd=both", "-o", out)
+    assert code == 2 and "sgd" in err

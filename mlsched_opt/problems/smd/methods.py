@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
@@ -21,6 +22,16 @@ SMD_GUARANTEE = (
     "mu'(1-eps2)/mu* of the optimum, mu' the utility at (1+eps1)(24/M_delta+4)/delta times the optimal time "
     "(vacuous for sigmoid utilities: the factor is >= 28); the outer step alone keeps >= k/(k+R) of the knapsack optimum"
 )
+
+
+def validate(options: Mapping[str, Any]) -> None:
+    """Numeric options outside their domain are user errors, named before any work starts."""
+    checks = (("epsilon1", lambda v: v > 0, "> 0"), ("epsilon2", lambda v: 0 < v < 1, "in (0, 1)"),
+              ("attempts", lambda v: v >= 1, ">= 1"), ("m_delta", lambda v: 0 < v <= 1, "in (0, 1]"),
+              ("delta", lambda v: 0 < v <= 1, "in (0, 1]"))
+    for name, ok, domain in checks:
+        if not ok(options[name]):
+            raise OptionError(f"{name} must be {domain}, got {options[name]}", field=f"--set {name}")
 
 
 def admit(view: SmdView, allocations: list[Allocation], options: Mapping[str, Any], solve_options: SolveOptions) -> tuple[list[str], dict[str, Any]]:
@@ -59,6 +70,7 @@ def _short(v: Any) -> str:
 def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     """Algorithm 1 + Algorithm 2 per job, then Frieze-Clarke over the jobs."""
     start = time.perf_counter()
+    validate(options)
     view = smd_view(instance, options["overlap"])
     allocations: list[Allocation] = []
     lps = grid = draws = fallbacks = 0
@@ -91,6 +103,7 @@ def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: Solve
 def _baseline(name: str, inner: Callable[[SmdJob, str], Allocation], variant_option: str):
     def run(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
         start = time.perf_counter()
+        validate(options)
         view = smd_view(instance, options["overlap"])
         allocations = [inner(job, options[variant_option]) if job.admissible else NONE for job in view.jobs]
         return _finish(name, view, allocations, {"variant": options[variant_option]}, options, solve_options, start)
