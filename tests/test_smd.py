@@ -353,3 +353,33 @@ def test_generate_smd_from_the_cli(run, tmp_path):
     assert code == 0 and json.loads(text)["check"]["feasible"]
     code, _, err = run("generate", "--problem", "smd", "--jobs", "5", "--servers", "2", "--seed", "4", "--set", "sgd=both", "-o", out)
     assert code == 2 and "sgd" in err
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_frieze_clarke_keeps_its_guarantee_against_the_proven_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n, R = 25, 3
+    u, v = rng.uniform(1, 100, n), rng.uniform(1, 20, (n, R))
+    cap = v.sum(axis=0) * rng.uniform(0.15, 0.5)
+    opt = exact_knapsack(u, v, cap, gap=0.0)
+    assert opt.proven_optimal
+    for eps in (0.9, 0.5, 0.3):
+        res = frieze_clarke(u, v, cap, eps)
+        assert res.complete
+        assert np.all(v[res.chosen].sum(axis=0) <= cap + 1e-9)
+        assert res.value >= res.k / (res.k + R) * opt.value - 1e-9
+        assert res.value >= (1 - eps) * opt.value - 1e-9
+        assert res.value <= opt.value + 1e-9
+
+
+def test_algorithm1_is_within_one_plus_eps_of_the_integer_optimum_on_generated_jobs(catalog):
+    """psi <= (1 + eps) OPT_relaxed <= (1 + eps) OPT_integer, on the paper's random jobs."""
+    spec = GenerateSpec(jobs=8, servers=1000, seed=11, options=SMD.parse_generate_options({"unit": "instance"}))
+    view = smd_view(from_document(SMD.generate(spec, catalog), catalog=catalog))
+    for job in view.jobs:
+        best = best_integer(job)
+        for eps in (0.05, 0.2):
+            res = algorithm1(job, eps)
+            assert res.tau <= res.psi * (1 + 1e-9)
+            assert res.psi <= (1 + eps) * best.tau * (1 + 1e-9), (job.id, eps)
+            assert job.fits(*np.floor(res.x + 1e-9).astype(int))

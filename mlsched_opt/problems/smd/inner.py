@@ -22,7 +22,8 @@ from .ratios import CharnesCooperLP, SidedPolygon, Terms, polygon, ratio_terms, 
 from .view import SmdJob
 
 LP_ENGINES = ("vertex", "highs")
-_CHUNK = 4096
+_CHUNK = 8192
+_FIRST_CHUNK = 32
 
 
 class Allocation(NamedTuple):
@@ -168,10 +169,13 @@ def _solve_highs(terms, J, others, A, h, nu, floor_, stop_at):
 def _solve_vertex(terms, J, others, A, h, nu, floor_, stop_at):
     best_psi, best_x, used = math.inf, None, 0
     poly = SidedPolygon(A, h)
-    for start in range(0, len(nu), _CHUNK):
+    start, size = 0, _FIRST_CHUNK
+    while start < len(nu):
         if best_x is not None and time.perf_counter() > stop_at:
             return best_x, best_psi, used, False
-        block = slice(start, start + _CHUNK)
+        # small blocks first, so a good psi is known (and prunes) before the big vectorized ones
+        block = slice(start, start + size)
+        start, size = start + size, min(2 * size, _CHUNK)
         live = floor_[block] < best_psi
         if not live.any():
             break

@@ -23,7 +23,7 @@ bytes over ``B``.  A workload without a layer list is one layer (no overlap poss
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -214,7 +214,3 @@ def _layers(instance: Instance, job: Job, speed: Mapping[str, Any], bandwidth: f
     if not (len(f) == len(b) == len(r)):
         raise InstanceError(f"layer lists disagree in length (forward {len(f)}, backward {len(b)}, comm {len(r)})", file, path)
     return f, b, r
-
-
-def with_theta(job: SmdJob, theta) -> SmdJob:
-    return replace(job, theta=np.asarray(theta, dtype=float))
