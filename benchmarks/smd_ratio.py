@@ -87,6 +87,11 @@ def summarize(rows: list[dict]) -> None:
                 time_ratio = statistics.median(r["wall_s"] / max(r["exact_wall_s"], 1e-9) for r in rs)
                 print(f"{experiment:8} {sgd:5} {method:8} n={len(rs):3}  utility/OPT min {q[0]:.4f} q25 {q[1]:.4f} median {q[2]:.4f} "
                       f"q75 {q[3]:.4f} max {q[4]:.4f}  median tau/tau* {statistics.median(taus):.4f}  time/exact time {time_ratio:.1f}")
+        if experiment == "jobs":
+            for n in sorted({r["jobs"] for r in sub}):
+                rs = [r for r in sub if r["jobs"] == n and r["method"] == "smd"]
+                print(f"{experiment:8} jobs={n:4}: SMD wall {statistics.median(r['wall_s'] for r in rs):.2f}s, "
+                      f"exact wall {statistics.median(r['exact_wall_s'] for r in rs):.3f}s (medians over {len(rs)})")
         smd = {(r["sgd"], r["jobs"], r["units"], r["seed"]): r["utility"] for r in sub if r["method"] == "smd"}
         for base in ("esw", "optimus"):
             pairs = [smd[k] / r["utility"] for r in sub if r["method"] == base
@@ -126,6 +131,18 @@ def plot(rows: list[dict], path: Path) -> None:
     print(f"wrote {path}")
 
 
+def _number(text: str):
+    if text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--experiments", default="fig11,capacity,jobs")
@@ -133,7 +150,14 @@ def main() -> None:
     ap.add_argument("--jobs", default=None, help="override the job counts of every experiment, e.g. 10,20")
     ap.add_argument("--time-limit", type=float, default=120)
     ap.add_argument("--out", default="smd_ratio.csv")
+    ap.add_argument("--summarize", metavar="CSV", help="only print the summary and plot of an earlier run")
     args = ap.parse_args()
+    if args.summarize:
+        with open(args.summarize, newline="") as fh:
+            rows = [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(fh)]
+        summarize(rows)
+        plot(rows, Path(args.summarize).with_suffix(".png"))
+        return
     catalog = load_catalog()
     plan = []
     for experiment in args.experiments.split(","):

@@ -383,3 +383,12 @@ def test_algorithm1_is_within_one_plus_eps_of_the_integer_optimum_on_generated_j
             assert res.tau <= res.psi * (1 + 1e-9)
             assert res.psi <= (1 + eps) * best.tau * (1 + 1e-9), (job.id, eps)
             assert job.fits(*np.floor(res.x + 1e-9).astype(int))
+
+
+def test_shipped_instance_is_what_its_source_command_generates(catalog):
+    from mlsched_opt.io.files import read_document
+
+    doc = read_document(ROOT / "instances" / "smd-12jobs.toml")
+    assert doc["source"].startswith("mlsched generate --problem smd --jobs 12 --servers 25 --seed 1 --set unit=instance;")
+    spec = GenerateSpec(jobs=12, servers=25, seed=1, options=SMD.parse_generate_options({"unit": "instance"}))
+    assert SMD.generate(spec, catalog) == doc
