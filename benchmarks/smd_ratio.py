@@ -41,6 +41,8 @@ SETTINGS = {
     "capacity": {"jobs": [50], "units": [1, 2, 3, 4, 5], "unit": "paper", "methods": ["smd", "esw", "optimus"]},
     "jobs": {"jobs": [40, 80, 120, 160, 200], "units": [2], "unit": "paper", "methods": ["smd", "esw", "optimus"]},
 }
+#: fixed colour and marker per method, so panels agree (optimus often lies on top of smd)
+STYLE = {"smd": ("C0", "o"), "smd-F1": ("C1", "s"), "esw": ("C2", "^"), "optimus": ("C3", "x")}
 FIELDS = ["experiment", "sgd", "jobs", "units", "seed", "method", "utility", "optimum", "ratio", "tau_ratio_median",
           "admitted", "wall_s", "exact_wall_s"]
 
@@ -120,12 +122,13 @@ def plot(rows: list[dict], path: Path) -> None:
                 ys = [statistics.mean(r["ratio"] for r in sub if r[x_key] == x and r["sgd"] == sgd and r["method"] == method) for x in pts
                       if any(r[x_key] == x and r["sgd"] == sgd and r["method"] == method for r in sub)]
                 if ys:
-                    ax.plot(pts[:len(ys)], ys, style, marker="o", label=f"{method} {sgd}")
+                    color, marker = STYLE.get(method, ("C4", "o"))
+                    ax.plot(pts[:len(ys)], ys, style, color=color, marker=marker, label=f"{method} {sgd}")
         ax.set_title(experiment)
         ax.set_xlabel("capacity units" if x_key == "units" else "jobs")
         ax.set_ylabel("utility / optimum")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
