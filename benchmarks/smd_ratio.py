@@ -56,8 +56,9 @@ def run_instance(experiment: str, sgd: str, jobs: int, units: int, seed: int, ca
     if exact.report.status != "optimal":
         print(f"  no proven optimum ({exact.report.status}); skipped", file=sys.stderr)
         return []
-    best_tau = {j.id: a.tau for j, a in zip(smd_view(inst).jobs, exact_inner(smd_view(inst)))}
-    view = {j.id: j for j in smd_view(inst).jobs}
+    jobs_view = smd_view(inst)
+    best_tau = {j.id: a.tau for j, a in zip(jobs_view.jobs, exact_inner(jobs_view))}
+    view = {j.id: j for j in jobs_view.jobs}
     rows = []
     opt = exact.report.objective
     for name in ["exact", *methods]:

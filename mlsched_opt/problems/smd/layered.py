@@ -96,17 +96,18 @@ def wait_free(f, b, r) -> Timing:
     return _timing(t, f.sum(), bp_done[j], f, b, r, kappa=kappa, s=s)
 
 
-def _forward(f: np.ndarray, e: np.ndarray) -> tuple[float, int]:
-    """FP start times ``tau_j = max(tau_{j-1} + f_{j-1}, e_j)``; return ``t`` and the layer where
-    the path enters communication (ties go to communication)."""
-    tau = e[0]
+def _forward(f: np.ndarray, e: np.ndarray) -> tuple[float, int, np.ndarray]:
+    """FP start times ``tau_j = max(tau_{j-1} + f_{j-1}, e_j)``; return ``t``, the layer where
+    the path enters communication (ties go to communication) and ``tau``."""
+    tau = np.empty(len(f))
+    tau[0] = e[0]
     entry = 0
     for j in range(1, len(f)):
-        if e[j] >= tau + f[j - 1]:
-            tau, entry = e[j], j
+        if e[j] >= tau[j - 1] + f[j - 1]:
+            tau[j], entry = e[j], j
         else:
-            tau = tau + f[j - 1]
-    return tau + f[-1], entry
+            tau[j] = tau[j - 1] + f[j - 1]
+    return tau[-1] + f[-1], entry, tau
 
 
 def priority(f, b, r, phi: float = 0.0) -> Timing:
@@ -127,11 +128,7 @@ def priority(f, b, r, phi: float = 0.0) -> Timing:
         if delta > 0:
             e[j] = running + delta
         running = max(running, e[j])
-    t, entry = _forward(f, e)
-    tau = np.empty(n)
-    tau[0] = e[0]
-    for j in range(1, n):
-        tau[j] = max(tau[j - 1] + f[j - 1], e[j])
+    t, entry, tau = _forward(f, e)
     return _timing(t, f[entry:].sum(), b.sum(), f, b, r, e=e, tau=tau)
 
 
@@ -173,11 +170,7 @@ def priority_sim(f, b, r, phi: float = 0.0) -> Timing:
         else:
             left[j] -= horizon - now
             now = horizon
-    t, entry = _forward(f, e)
-    tau = np.empty(n)
-    tau[0] = e[0]
-    for j in range(1, n):
-        tau[j] = max(tau[j - 1] + f[j - 1], e[j])
+    t, entry, tau = _forward(f, e)
     return _timing(t, f[entry:].sum(), busy_from[entry], f, b, r, e=e, tau=tau)
 
 

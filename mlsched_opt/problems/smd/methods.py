@@ -34,9 +34,9 @@ def validate(options: Mapping[str, Any]) -> None:
             raise OptionError(f"{name} must be {domain}, got {options[name]}", field=f"--set {name}")
 
 
-def admit(view: SmdView, allocations: list[Allocation], options: Mapping[str, Any], solve_options: SolveOptions) -> tuple[list[str], dict[str, Any]]:
+def admit(view: SmdView, allocations: list[Allocation], u: np.ndarray, options: Mapping[str, Any],
+          solve_options: SolveOptions) -> tuple[list[str], dict[str, Any]]:
     """The outer step shared by SMD and the baselines: Frieze-Clarke (default) or the exact knapsack."""
-    u = values(view, allocations)
     weights = view.limits()
     if options["outer"] == "exact":
         res = exact_knapsack(u, weights, view.capacity, time_limit=solve_options.time_limit, gap=solve_options.gap)
@@ -51,9 +51,9 @@ def admit(view: SmdView, allocations: list[Allocation], options: Mapping[str, An
 
 def _finish(name: str, view: SmdView, allocations: list[Allocation], stats: dict[str, Any], options: Mapping[str, Any],
             solve_options: SolveOptions, start: float) -> MethodResult:
-    admitted, outer_stats = admit(view, allocations, options, solve_options)
-    stats.update(outer_stats)
     u = values(view, allocations)
+    admitted, outer_stats = admit(view, allocations, u, options, solve_options)
+    stats.update(outer_stats)
     chosen = set(admitted)
     objective = float(sum(u[j.index] for j in view.jobs if j.id in chosen))
     by_id = {j.id: a for j, a in zip(view.jobs, allocations)}
