@@ -392,3 +392,13 @@ def test_shipped_instance_is_what_its_source_command_generates(catalog):
     assert doc["source"].startswith("mlsched generate --problem smd --jobs 12 --servers 25 --seed 1 --set unit=instance;")
     spec = GenerateSpec(jobs=12, servers=25, seed=1, options=SMD.parse_generate_options({"unit": "instance"}))
     assert SMD.generate(spec, catalog) == doc
+
+
+def test_compare_and_export_from_the_cli(run, tmp_path):
+    code, out, _ = run("compare", TOY, "--gap", "0")
+    assert code == 0
+    rows = {" ".join(line.split()[:2]): line.split() for line in out.splitlines() if line.startswith(("exact", "esw", "optimus"))}
+    assert rows["exact (highs)"][3] == "60" and rows["exact (cpsat)"][3] == "60"
+    assert rows["esw feasible"][-1] == "ok" and rows["optimus feasible"][2] == "60"
+    code, out, _ = run("export", TOY, "-o", tmp_path / "toy.lp")
+    assert code == 0 and "3 variables, 2 constraints" in out
