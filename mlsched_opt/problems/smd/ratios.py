@@ -167,9 +167,10 @@ class SidedPolygon:
 def term_ranges(terms: Terms, A: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``l_j = min`` and ``phi_j = max`` of every term over ``Omega`` (step 1 of Algorithm 1)."""
     lo, hi = np.empty(len(terms)), np.empty(len(terms))
+    corners = vertices(A[None], h[None])  # Omega's vertices serve every term
     for j in range(len(terms)):
-        lo[j] = vertex_minimum(terms.a[j], terms.q[j], terms.c[j], terms.d[j], A[None], h[None])[0][0]
-        hi[j] = vertex_minimum(terms.a[j], terms.q[j], terms.c[j], terms.d[j], A[None], h[None], maximize=True)[0][0]
+        lo[j] = _best(corners, terms.a[j], terms.q[j], terms.c[j], terms.d[j])[0][0]
+        hi[j] = _best(corners, terms.a[j], terms.q[j], terms.c[j], terms.d[j], maximize=True)[0][0]
     return lo, hi
 
 
