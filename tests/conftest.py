@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +7,7 @@ import pytest
 
 from mlsched_opt.cli import main
 from mlsched_opt.io import load_catalog
+from mlsched_opt.io.shared_data import shared_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "instances" / "demo.toml"
@@ -15,10 +15,7 @@ DEMO = ROOT / "instances" / "demo.toml"
 
 def shared_data() -> Path | None:
     """The shared data folder beside the repository (../shared/data), or $MLSCHED_SHARED_DATA."""
-    for candidate in (os.environ.get("MLSCHED_SHARED_DATA"), ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data"):
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return None
+    return shared_data_dir()
 
 
 @pytest.fixture(scope="session")

@@ -66,13 +66,14 @@ class Utility:
 
     ``sigmoid``: ``gamma1 / (1 + exp(gamma2 (d - gamma3)))`` (OASiS, SMD; ``gamma2 = 0`` gives
     the constant ``gamma1 / 2``); ``linear``: ``max(0, value - slope d)``; ``step``: ``value``
-    when ``d <= deadline`` else 0.
+    when ``d <= deadline`` else 0; ``table``: ``values[ceil(d)]``, 0 past the end.
     """
 
     kind: str
     params: Mapping[str, float]
     delay_unit: str = "slots"
     delay_scale: float = 1.0
+    values: tuple[float, ...] = ()
 
     def __call__(self, delay: float | np.ndarray) -> float | np.ndarray:
         d = np.asarray(delay, dtype=float) / self.delay_scale
@@ -83,14 +84,20 @@ class Utility:
                 out = p["gamma1"] / (1.0 + np.exp(p["gamma2"] * (d - p["gamma3"])))
         elif self.kind == "linear":
             out = np.maximum(0.0, p["value"] - p["slope"] * d)
+        elif self.kind == "table":
+            # the table is exact at integer delays; a tiny float excess must not push d to the next entry
+            k = np.ceil(np.maximum(d, 0.0) - 1e-9).astype(int)
+            table = np.append(np.asarray(self.values, dtype=float), 0.0)
+            out = table[np.minimum(k, len(self.values))]
         else:
             out = np.where(d <= p["deadline"], p["value"], 0.0)
         return float(out) if np.ndim(out) == 0 else out
 
     @classmethod
     def parse(cls, spec: Mapping[str, Any]) -> "Utility":
-        params = {k: float(v) for k, v in spec.items() if k not in ("kind", "delay_unit", "delay_scale")}
-        return cls(spec["kind"], params, spec.get("delay_unit", "slots"), float(spec.get("delay_scale", 1.0)))
+        params = {k: float(v) for k, v in spec.items() if k not in ("kind", "delay_unit", "delay_scale", "values")}
+        values = tuple(float(v) for v in spec.get("values", ()))
+        return cls(spec["kind"], params, spec.get("delay_unit", "slots"), float(spec.get("delay_scale", 1.0)), values)
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,7 @@ class Job:
     gpu_models: tuple[str, ...] | None
     limit: Mapping[str, float] | None = None
     speed_model: Mapping[str, Any] | None = None
+    step: Mapping[str, float] | None = None
 
     @property
     def path(self) -> str:
@@ -295,6 +303,11 @@ def _job(i: int, spec: dict[str, Any], file: str | None, catalog: Catalog | None
     arrival = spec.get("arrival_slot", 0)
     if slots is not None and arrival >= slots:
         raise InstanceError(f"arrival slot {arrival} is outside the horizon (time.slots = {slots}, slots count from 0)", file, join(path, "arrival_slot"))
+    values = spec.get("utility", {}).get("values", [])
+    for k in range(1, len(values)):
+        if values[k] > values[k - 1]:
+            raise InstanceError(f"a utility must not increase with delay: values[{k}] = {values[k]:g} > values[{k - 1}] = {values[k - 1]:g}",
+                                file, join(path, f"utility.values[{k}]"))
     architecture = spec.get("architecture", "ps")
     workers = Range.parse(spec["workers"])
     if workers.lo > workers.hi:
@@ -331,6 +344,7 @@ def _job(i: int, spec: dict[str, Any], file: str | None, catalog: Catalog | None
         gpu_models=tuple(spec["gpu_models"]) if "gpu_models" in spec else None,
         limit=resource_vector(spec["limit"]) if "limit" in spec else None,
         speed_model=spec.get("speed_model"),
+        step=spec.get("step"),
     )
 
 

@@ -1,0 +1,48 @@
+"""``oasis``: online admission and per-slot worker/PS scheduling by primal-dual pricing (OASiS) of
+Bao, Peng, Wu, Li (IEEE INFOCOM 2018); spec ``papers/000_oasis.md``.
+
+Jobs arrive over a slotted horizon; each admitted job gets, in every slot, a number of workers on
+worker servers and of PSs on PS servers, and earns a utility of its completion delay.
+
+Methods: ``exact`` (the offline time-expanded MILP, HiGHS or CP-SAT), ``oasis`` (exponential
+prices, best schedule by DP + greedy, admit on positive payoff), and the paper's baselines
+``fifo``, ``drf``, ``rrh``, ``dorm``.
+"""
+
+from __future__ import annotations
+
+from ..base import Family, Method, Option
+from .check import check
+from .formulation import build_model
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .generate import generate
+from .methods import OASIS_GUARANTEE, baseline, decision_from_model, run_oasis
+from .subroutine import UNITS
+
+FAMILY = Family(
+    name="oasis",
+    summary="online admission and per-slot worker/PS counts for max total utility of completion times (OASiS)",
+    build_model=build_model,
+    decision_from_model=decision_from_model,
+    check=check,
+    sense=lambda options: "max",
+    generate=generate,
+    generate_options=GENERATE_OPTIONS,
+    algorithms=(
+        Method("oasis", "online", run_oasis, "OASiS: exponential prices, best schedule per arriving job (DP + greedy), admit on positive payoff",
+               guarantee=OASIS_GUARANTEE),
+        Method("fifo", "baseline", baseline("fifo"), "FIFO: arrival order, fixed gang drawn from [1, 30], no backfilling (seeded)"),
+        Method("drf", "baseline", baseline("drf"), "DRF: all admitted, progressive filling of dominant shares every slot"),
+        Method("rrh", "baseline", baseline("rrh"), "Risk-reward heuristic: admission by reward minus delay cost, run/pause by reward per resource-time (seeded)"),
+        Method("dorm", "baseline", baseline("dorm"), "Dorm: all admitted, utilisation MILP with fairness and adjustment limits at every arrival/completion"),
+    ),
+    options=(
+        Option("prices", "formula", ("formula", "given"), "U, L from eqs (23)-(26), or the estimates l1, u1, l2, u2"),
+        Option("l1", 1.0, None, "L1 with prices=given"),
+        Option("u1", 16.0, None, "U1 (every resource) with prices=given"),
+        Option("l2", 1.0, None, "L2 with prices=given"),
+        Option("u2", 4.0, None, "U2 (every resource) with prices=given"),
+        Option("estimate", 1.0, None, "mis-estimation factor on every U/L (Fig. 6: 0.2 ... 10)"),
+        Option("units", "chunks", UNITS, "DP work unit: the paper's chunks, or worker-slots (exact for (2)+(3))"),
+    ),
+)

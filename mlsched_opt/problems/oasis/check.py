@@ -1,0 +1,84 @@
+"""Independent checker for OASiS schedules (constraints (2)-(10) of spec 000 section 1.5).
+
+Uses the instance's job model (:func:`.view.oasis_view`: work, caps, bandwidths, demands) and
+none of the pricing, dynamic-programming, simulation or MILP code.  A decision lists the
+``admitted`` jobs (they must finish within the horizon and earn ``f(completion - arrival)``)
+and a ``schedule``; jobs a baseline started but could not finish go in ``extra.unfinished``:
+their slots must still respect every per-slot rule, and they earn nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...checking.core import TOL, CheckResult, admitted_jobs, read_counts, unknown_jobs
+from ...io.instance import Instance
+from .view import oasis_view
+
+
+def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
+    view = oasis_view(instance)
+    schedule = decision.get("schedule") or {}
+    if decision.get("placement"):
+        result.add("decision", "placement", "OASiS decisions are slotted; use schedule")
+    admitted = admitted_jobs(result, instance, decision)
+    unfinished = set((decision.get("extra") or {}).get("unfinished", []))
+    unknown_jobs(result, instance, schedule, "schedule")
+    unknown_jobs(result, instance, list(unfinished), "extra.unfinished")
+    for job_id in sorted(admitted & unfinished):
+        result.add("admitted", job_id, "listed as both admitted and unfinished")
+    servers = {name: ("worker", h) for h, name in enumerate(view.worker_servers)}
+    servers.update({name: ("ps", k) for k, name in enumerate(view.ps_servers)})
+    load = {"worker": np.zeros((view.H, len(view.resources), view.slots)),
+            "ps": np.zeros((view.K, len(view.resources), view.slots))}
+    objective = 0.0
+    for job in view.jobs:
+        entries = schedule.get(job.id, [])
+        if job.id not in admitted and job.id not in unfinished:
+            if entries:
+                result.add("schedule", f"schedule.{job.id}", "job is neither admitted nor unfinished but has a schedule")
+            continue
+        ijob = instance.jobs[job.index]
+        done = 0
+        last = None
+        seen: set[int] = set()
+        for n, entry in enumerate(entries):
+            where = f"schedule.{job.id}[{n}]"
+            t = entry.get("slot")
+            if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < view.slots:
+                result.add("domain", where, f"slot must be an integer in [0, {view.slots - 1}], got {t!r}")
+                continue
+            if t in seen:
+                result.add("schedule", where, f"slot {t} appears twice")
+                continue
+            seen.add(t)
+            y = read_counts(result, instance, ijob, "worker", entry.get("workers"), f"{where}.workers")
+            z = read_counts(result, instance, ijob, "ps", entry.get("ps"), f"{where}.ps")
+            Y, Z = sum(y.values()), sum(z.values())
+            if (Y or Z) and t < job.arrival:
+                result.add("arrival", where, f"runs in slot {t} before its arrival slot {job.arrival}")
+            if Y > job.cap:
+                result.add("worker-cap", where, f"{Y} workers > cap {job.cap}")
+            if Y * job.b > Z * job.B * (1 + TOL) + TOL:
+                result.add("ps-bandwidth", where, f"{Y} workers x {job.b:g} Gbps > {Z} PSs x {job.B:g} Gbps")
+            if Z > Y:
+                result.add("ps-count", where, f"{Z} PSs > {Y} workers")
+            for task, counts, demand in (("worker", y, job.worker), ("ps", z, job.ps)):
+                for name, count in counts.items():
+                    kind, s = servers[name]
+                    load[kind][s, :, t] += count * demand
+            done += Y
+            if Y:
+                last = t if last is None else max(last, t)
+        if job.id in admitted:
+            if done < job.work * (1 - TOL) - TOL:
+                result.add("work", job.id, f"{done} worker-slots < the {job.work:g} the job needs")
+            elif last is not None:
+                objective += float(job.value(last))
+    for kind, names, cap in (("worker", view.worker_servers, view.worker_capacity), ("ps", view.ps_servers, view.ps_capacity)):
+        over = load[kind] > cap[:, :, None] * (1 + TOL) + TOL
+        for s, r, t in zip(*np.nonzero(over)):
+            result.add("capacity", f"slot {t}, {names[s]}, {view.resources[r]}", f"uses {load[kind][s, r, t]:g} > capacity {cap[s, r]:g}")
+    result.objective = objective

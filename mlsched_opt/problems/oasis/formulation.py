@@ -1,0 +1,152 @@
+"""The offline problem (1)-(13) of OASiS as a MILP, and the single-job problem at fixed prices.
+
+Offline (spec 000 section 8, our linearisation [PROP]): binaries ``u[i, t] = 1`` iff job ``i``
+completes in slot ``t``, so the utility, defined only at integer delays, is a constant per
+binary:
+
+* ``sum_t u[i, t] = x[i]``                      (admitted jobs complete exactly once)
+* ``sum_h y[i, h, t] <= cap_i sum_{t' >= t} u[i, t']``  (no workers after completion; worker cap (3))
+* ``sum_h y[i, h, t] >= u[i, t]``               (the completion slot really runs workers (8))
+* ``sum_{h, t} y[i, h, t] >= ceil(E N rho) x[i]``   (enough work (2); y is integer)
+* capacity (4)/(5) per server, resource and slot; ``b sum_h y <= B sum_k z`` (6); ``sum_k z <= sum_h y`` (7);
+  variables exist only from the arrival slot on (9)/(10) and on servers the job may use.
+
+Objective ``max sum_{i, t} f_i(t - a_i) u[i, t]``.  The completion slot is the last slot with
+workers: a solution may not leave workers after ``t`` with ``u = 1`` (second row), and
+``u[i, t] = 1`` needs workers in ``t`` (third row).  The LP relaxation is an upper bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ...io.instance import Instance
+from .view import OasisJob, OasisView, fit_counts, oasis_view
+
+
+def _task_bound(job: OasisJob, capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    return np.minimum(fit_counts(capacity, demand), job.cap)
+
+
+def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
+    return offline_model(oasis_view(instance))
+
+
+def offline_model(view: OasisView) -> pyo.ConcreteModel:
+    """The time-expanded MILP of the module docstring."""
+    T = view.slots
+    m = pyo.ConcreteModel(name="oasis_offline")
+    jobs = {j.index: j for j in view.jobs}
+    wbound = {i: _task_bound(j, view.worker_capacity, j.worker) * j.worker_ok for i, j in jobs.items()}
+    pbound = {i: _task_bound(j, view.ps_capacity, j.ps) * j.ps_ok for i, j in jobs.items()}
+    Y = [(i, h, t) for i, j in jobs.items() for h in range(view.H) if wbound[i][h] > 0 for t in range(j.arrival, T)]
+    Z = [(i, k, t) for i, j in jobs.items() for k in range(view.K) if pbound[i][k] > 0 for t in range(j.arrival, T)]
+    U = [(i, t) for i, j in jobs.items() for t in range(j.arrival, T)]
+    m.x = pyo.Var(list(jobs), domain=pyo.Binary)
+    m.u = pyo.Var(U, domain=pyo.Binary)
+    m.y = pyo.Var(Y, domain=pyo.NonNegativeIntegers, bounds=lambda m, i, h, t: (0, int(wbound[i][h])))
+    m.z = pyo.Var(Z, domain=pyo.NonNegativeIntegers, bounds=lambda m, i, k, t: (0, int(pbound[i][k])))
+    ys: dict[tuple[int, int], list] = {}
+    zs: dict[tuple[int, int], list] = {}
+    for i, h, t in Y:
+        ys.setdefault((i, t), []).append(m.y[i, h, t])
+    for i, k, t in Z:
+        zs.setdefault((i, t), []).append(m.z[i, k, t])
+    workers = {key: sum(v) for key, v in ys.items()}
+    pss = {key: sum(v) for key, v in zs.items()}
+
+    m.utility = pyo.Objective(expr=sum(float(jobs[i].value(t)) * m.u[i, t] for i, t in U), sense=pyo.maximize)
+    m.complete_once = pyo.Constraint(list(jobs), rule=lambda m, i: sum(m.u[i, t] for t in range(jobs[i].arrival, T)) == m.x[i])
+    m.work = pyo.Constraint(list(jobs), rule=lambda m, i: sum(workers.get((i, t), 0) for t in range(jobs[i].arrival, T))
+                            >= jobs[i].work_slots * m.x[i])
+
+    def before_completion(m, i, t):
+        y = workers.get((i, t))
+        if y is None:
+            return pyo.Constraint.Skip
+        return y <= jobs[i].cap * sum(m.u[i, s] for s in range(t, T))
+
+    def runs_at_completion(m, i, t):
+        y = workers.get((i, t))
+        return (y if y is not None else 0) >= m.u[i, t]
+
+    def cover(m, i, t):
+        y = workers.get((i, t))
+        return pyo.Constraint.Skip if y is None else jobs[i].b * y <= jobs[i].B * pss.get((i, t), 0)
+
+    def ps_le_workers(m, i, t):
+        z = pss.get((i, t))
+        return pyo.Constraint.Skip if z is None else z <= workers.get((i, t), 0)
+
+    m.before_completion = pyo.Constraint(U, rule=before_completion)
+    m.runs_at_completion = pyo.Constraint(U, rule=runs_at_completion)
+    m.ps_cover = pyo.Constraint(U, rule=cover)
+    m.ps_le_workers = pyo.Constraint(U, rule=ps_le_workers)
+
+    def capacity(var, keys, cap, demand_of):
+        rows = {}
+        for i, s, t in keys:
+            dem = demand_of(jobs[i])
+            for r in np.flatnonzero(dem > 0):
+                rows.setdefault((s, int(r), t), []).append(float(dem[r]) * var[i, s, t])
+        return {key: sum(terms) <= float(cap[key[0], key[1]]) for key, terms in sorted(rows.items())}
+
+    wrows = capacity(m.y, Y, view.worker_capacity, lambda j: j.worker)
+    prows = capacity(m.z, Z, view.ps_capacity, lambda j: j.ps)
+    m.worker_capacity = pyo.Constraint(list(wrows), rule=lambda m, *key: wrows[key])
+    m.ps_capacity = pyo.Constraint(list(prows), rule=lambda m, *key: prows[key])
+    m._view = view
+    return m
+
+
+def schedule_from_model(m: pyo.ConcreteModel) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], list[int]]:
+    """Worker and PS counts ``[server, slot]`` per admitted job index, and the admitted indices."""
+    view: OasisView = m._view
+    admitted = [i for i in m.x if pyo.value(m.x[i]) > 0.5]
+    work = {i: np.zeros((view.H, view.slots), np.int64) for i in admitted}
+    ps = {i: np.zeros((view.K, view.slots), np.int64) for i in admitted}
+    for (i, h, t), var in m.y.items():
+        if i in work:
+            work[i][h, t] = round(pyo.value(var) or 0)
+    for (i, k, t), var in m.z.items():
+        if i in ps:
+            ps[i][k, t] = round(pyo.value(var) or 0)
+    return work, ps, admitted
+
+
+def single_job_model(job: OasisJob, T: int, worker_price: np.ndarray, ps_price: np.ndarray,
+                     worker_caps: np.ndarray, ps_caps: np.ndarray, units: str = "worker-slots") -> pyo.ConcreteModel:
+    """Problem (27): one job's best schedule at fixed unit prices ``[server, slot]`` within ``*_caps`` tasks.
+
+    ``units="worker-slots"`` is (2)+(3) exactly; ``units="chunks"`` adds integer chunk counts
+    ``d[t]`` with ``sum d = E N`` and ``sum_h y[h, t] >= rho d[t]`` (the paper's DP model).
+    Rejecting is allowed (``x = 0``, payoff 0), so the optimum is the job's payoff ``mu``.
+    """
+    m = pyo.ConcreteModel(name="oasis_single_job")
+    S = range(job.arrival, T)
+    H, K = worker_price.shape[0], ps_price.shape[0]
+    m.x = pyo.Var(domain=pyo.Binary)
+    m.u = pyo.Var(S, domain=pyo.Binary)
+    m.y = pyo.Var(range(H), S, domain=pyo.NonNegativeIntegers, bounds=lambda m, h, t: (0, int(worker_caps[h, t])))
+    m.z = pyo.Var(range(K), S, domain=pyo.NonNegativeIntegers, bounds=lambda m, k, t: (0, int(ps_caps[k, t])))
+    y = {t: sum(m.y[h, t] for h in range(H)) for t in S}
+    z = {t: sum(m.z[k, t] for k in range(K)) for t in S}
+    m.payoff = pyo.Objective(
+        expr=sum(float(job.value(t)) * m.u[t] for t in S)
+        - sum(float(worker_price[h, t]) * m.y[h, t] for h in range(H) for t in S)
+        - sum(float(ps_price[k, t]) * m.z[k, t] for k in range(K) for t in S),
+        sense=pyo.maximize)
+    m.once = pyo.Constraint(expr=sum(m.u[t] for t in S) == m.x)
+    m.before = pyo.Constraint(S, rule=lambda m, t: y[t] <= job.cap * sum(m.u[s] for s in range(t, T)))
+    m.cover = pyo.Constraint(S, rule=lambda m, t: job.b * y[t] <= job.B * z[t])
+    m.ps_le = pyo.Constraint(S, rule=lambda m, t: z[t] <= y[t])
+    if units == "chunks":
+        m.d = pyo.Var(S, domain=pyo.NonNegativeIntegers)
+        m.chunks = pyo.Constraint(expr=sum(m.d[t] for t in S) >= job.chunks * m.x)
+        m.per_slot = pyo.Constraint(S, rule=lambda m, t: y[t] >= job.rho * m.d[t])
+    else:
+        m.work = pyo.Constraint(expr=sum(y[t] for t in S) >= job.work_slots * m.x)
+    return m

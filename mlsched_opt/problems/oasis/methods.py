@@ -1,0 +1,102 @@
+"""OASiS, the baselines and the exact model's decision, as toolkit methods."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ...errors import OptionError
+from ...io.instance import Instance
+from ...solvers import SolveOptions
+from ..base import MethodResult, heuristic_report
+from .baselines import POLICIES
+from .formulation import schedule_from_model
+from .online import Oasis, Outcome, simulate
+from .prices import PriceParams, formula_params, given_params
+from .view import OasisView, oasis_view
+
+OASIS_GUARANTEE = ("Theorem 4 (Bao et al. 2018): OPT / OASiS <= 2 alpha, alpha = max(1, ln(U1/L1), ln(U2/L2)), "
+                   "with U, L from eqs (23)-(26) (prices=formula) and demands small next to capacities")
+
+
+def price_params(view: OasisView, options: Mapping[str, Any]) -> PriceParams:
+    if options["prices"] == "given":
+        for name in ("l1", "u1", "l2", "u2"):
+            if options[name] <= 0:
+                raise OptionError(f"prices=given needs {name} > 0, got {options[name]}", field=f"--set {name}")
+        params = given_params(view, options["l1"], options["u1"], options["l2"], options["u2"])
+    else:
+        params = formula_params(view)
+    if options["estimate"] <= 0:
+        raise OptionError(f"estimate must be > 0, got {options['estimate']}", field="--set estimate")
+    return params.scaled(options["estimate"]) if options["estimate"] != 1.0 else params
+
+
+def decision(view: OasisView, outcome: Outcome, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The shared solution vocabulary: completed jobs are ``admitted``; started but unfinished jobs
+    are listed in ``extra.unfinished`` with their schedules (they used capacity and earn nothing)."""
+    schedule: dict[str, list[dict[str, Any]]] = {}
+    for i in sorted(set(outcome.workers) | set(outcome.ps)):
+        w = outcome.workers.get(i, np.zeros((view.H, view.slots), np.int64))
+        z = outcome.ps.get(i, np.zeros((view.K, view.slots), np.int64))
+        entries = []
+        for t in np.flatnonzero(w.any(axis=0) | z.any(axis=0)):
+            entries.append({"slot": int(t),
+                            "workers": {view.worker_servers[h]: int(w[h, t]) for h in np.flatnonzero(w[:, t])},
+                            "ps": {view.ps_servers[k]: int(z[k, t]) for k in np.flatnonzero(z[:, t])}})
+        schedule[view.jobs[i].id] = entries
+    done = sorted(outcome.completion)
+    started = sorted((set(outcome.workers) | set(outcome.ps)) - set(done))
+    rejected = sorted(j.index for j in view.jobs if j.index not in outcome.admitted)
+    return {
+        "admitted": [view.jobs[i].id for i in done],
+        "schedule": schedule,
+        "extra": {
+            "completion": {view.jobs[i].id: int(outcome.completion[i]) for i in done},
+            "unfinished": [view.jobs[i].id for i in started],
+            "rejected": [view.jobs[i].id for i in rejected],
+            **dict(extra or {}),
+        },
+    }
+
+
+def decision_from_model(instance: Instance, options: Mapping[str, Any], model: pyo.ConcreteModel) -> dict[str, Any]:
+    view: OasisView = model._view
+    workers, ps, admitted = schedule_from_model(model)
+    completion = {i: int(np.flatnonzero(w.any(axis=0))[-1]) for i, w in workers.items() if w.any()}
+    return decision(view, Outcome(workers, ps, completion, admitted))
+
+
+def run_oasis(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    start = time.perf_counter()
+    view = oasis_view(instance)
+    params = price_params(view, options)
+    policy = Oasis(view, params, options["units"])
+    outcome = simulate(view, policy)
+    value = outcome.utility(view)
+    stats = {"prices": params.to_dict(view.resources), "bound_2alpha": 2 * params.alpha,
+             "decision_s_per_job": policy.stats.get("decision_s_mean", 0.0),
+             "payoff": {view.jobs[i].id: p for i, p in sorted(policy.payoff.items())}}
+    message = (f"admitted {len(outcome.completion)}/{len(view.jobs)}, alpha={params.alpha:.3g} ({params.source}), "
+               f"{1000 * stats['decision_s_per_job']:.2f} ms per job")
+    report = heuristic_report("max", value, time.perf_counter() - start, "oasis", dict(options), message)
+    return MethodResult(report, decision(view, outcome, stats))
+
+
+def baseline(name: str):
+    def run(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+        start = time.perf_counter()
+        view = oasis_view(instance)
+        policy = POLICIES[name](view, seed=solve_options.seed)
+        outcome = simulate(view, policy)
+        stats = {k: v for k, v in policy.stats.items()}
+        message = f"completed {len(outcome.completion)}/{len(view.jobs)}" + "".join(f", {k}={v}" for k, v in stats.items())
+        report = heuristic_report("max", outcome.utility(view), time.perf_counter() - start, name,
+                                  {**options, "seed": solve_options.seed}, message)
+        return MethodResult(report, decision(view, outcome, {"policy": stats}))
+
+    run.__name__ = f"run_{name}"
+    return run

@@ -1,0 +1,181 @@
+"""OASiS's best-schedule subroutine (spec 000 section 3.4, Algorithm 2): the job's dual problem.
+
+At fixed prices, find the schedule that maximises ``f(completion - a) - cost``:
+
+1. loop over the completion slot (deadline) ``t = a .. T-1``, keep the first strictly best;
+2. a dynamic program over how much work goes into each slot, evaluated forward once per job
+   so one table answers every deadline;
+3. per slot, the cheapest way to run ``y`` workers: fill the cheapest worker servers, then
+   ``ceil(y b/B)`` PSs on the cheapest PS servers (Theorem 1: greedy is exact because the cost
+   is linear at the pre-admission price).
+
+Work is counted in ``units``: ``"chunks"`` is the paper's DP over chunk-trainings (``d`` chunks
+need ``ceil(d rho)`` workers in the slot); ``"worker-slots"`` is the variant of pitfall 8 whose
+state is the remaining worker-slots, exact for constraints (2)+(3).  The chunk DP is a
+restriction of (2) when ``rho`` is not ``1/k``: its per-slot ceilings can cost more.
+
+Speed: a slot's cost is a vector over ``y`` built with one sort and cumulative sums; the DP
+step only tries the largest chunk count each worker count can train (a smaller ``d`` at the
+same ``y`` costs the same and leaves more to do), i.e. the ``d_max`` bound of section 3.4,
+vectorised over the whole table.  Ties follow the paper (pitfall 10): ``d`` is taken smallest
+among equal costs, servers are sorted stably by price (index breaks ties).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .prices import PricedPool
+from .view import OasisJob, ceil, fit_counts, floor
+
+UNITS = ("chunks", "worker-slots")
+#: Relative tolerance for "equal cost" when the DP is unwound.
+TIE = 1e-12
+_BLOCK = 1 << 20
+
+
+@dataclass
+class Plan:
+    """The best schedule found for one job: ``workers[h, t]``, ``ps[k, t]`` over the whole horizon.
+
+    ``completion`` is None (and ``payoff`` 0) when no schedule has a positive payoff.
+    """
+
+    completion: int | None
+    payoff: float
+    cost: float
+    workers: np.ndarray
+    ps: np.ndarray
+    deadlines: int = 0
+
+    @property
+    def admitted(self) -> bool:
+        return self.completion is not None
+
+
+@dataclass
+class _Slot:
+    """One slot's greedy fill: cost of ``y = 0..len(cost)-1`` workers and the sorted servers to unwind it."""
+
+    cost: np.ndarray
+    w_order: np.ndarray
+    w_caps: np.ndarray
+    p_order: np.ndarray
+    p_caps: np.ndarray
+
+
+def _fill_costs(unit: np.ndarray, caps: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cumulative cost of 0..n tasks on the cheapest servers first (n = min(limit, sum caps))."""
+    order = np.argsort(unit, kind="stable")
+    caps = caps[order]
+    caps = np.minimum(caps, np.maximum(limit - np.concatenate([[0], np.cumsum(caps)[:-1]]), 0))
+    steps = np.repeat(unit[order], caps)
+    return np.concatenate([[0.0], np.cumsum(steps)]), order, caps
+
+
+def slot_cost(job: OasisJob, w_unit: np.ndarray, w_caps: np.ndarray, p_unit: np.ndarray, p_caps: np.ndarray) -> _Slot:
+    """COST_t for every worker count: ``cost[y]`` is finite for ``y = 0..Y``, the largest count the slot can host
+    (with its PSs).  ``w_unit[h]``/``p_unit[k]`` are the prices of one task, ``*_caps`` how many fit."""
+    w_cost, w_order, w_caps = _fill_costs(w_unit, w_caps, job.cap)
+    y = np.arange(len(w_cost))
+    need = job.ps_needed(y)
+    p_cost, p_order, p_caps = _fill_costs(p_unit, p_caps, int(need[-1]) if len(need) else 0)
+    ok = need <= len(p_cost) - 1
+    top = int(np.flatnonzero(ok)[-1]) + 1 if ok.any() else 1
+    cost = w_cost[:top] + p_cost[need[:top]]
+    return _Slot(cost, w_order, w_caps, p_order, p_caps)
+
+
+def _spread(count: int, order: np.ndarray, caps: np.ndarray, n: int) -> np.ndarray:
+    """Place ``count`` tasks greedily on ``order`` (cheapest first) within ``caps``."""
+    out = np.zeros(n, dtype=np.int64)
+    taken = np.minimum(caps, np.maximum(count - np.concatenate([[0], np.cumsum(caps)[:-1]]), 0))
+    out[order] = taken
+    return out
+
+
+def _step(old: np.ndarray, d: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``new[D] = min_j c[j] + old[max(D - d[j], 0)]`` (candidates that overshoot D cost what exact D costs)."""
+    size = old.size
+    new = np.full(size, np.inf)
+    ar = np.arange(size)
+    rows = max(1, _BLOCK // size)
+    for s in range(0, d.size, rows):
+        idx = np.maximum(ar[None, :] - d[s:s + rows, None], 0)
+        new = np.minimum(new, (c[s:s + rows, None] + old[idx]).min(axis=0))
+    return new
+
+
+def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str = "chunks") -> Plan:
+    """Algorithm 2 at the pools' current prices and residual capacities; see the module docstring.
+
+    Returns the schedule with the largest strictly positive payoff (the earliest deadline among
+    equals) or an empty plan with payoff 0 when none is positive (the job is rejected).
+    """
+    T = workers.slots
+    H, K = workers.capacity.shape[0], ps.capacity.shape[0]
+    empty = Plan(None, 0.0, 0.0, np.zeros((H, T), np.int64), np.zeros((K, T), np.int64))
+    a = job.arrival
+    if units == "chunks":
+        total, per = job.chunks, job.rho
+    else:
+        total, per = job.work_slots, 1.0
+    if total == 0:
+        return empty
+    w_unit = workers.unit_price(job.worker)[:, a:]
+    p_unit = ps.unit_price(job.ps)[:, a:]
+    w_caps = np.where(job.worker_ok[:, None], fit_counts(workers.free()[:, :, a:].transpose(0, 2, 1), job.worker), 0)
+    p_caps = np.where(job.ps_ok[:, None], fit_counts(ps.free()[:, :, a:].transpose(0, 2, 1), job.ps), 0)
+    w_caps = np.minimum(w_caps, job.cap)
+    p_caps = np.minimum(p_caps, job.cap)
+
+    table = np.full(total + 1, np.inf)
+    table[0] = 0.0
+    tables: list[np.ndarray] = []
+    slots: list[_Slot] = []
+    best, best_t = 0.0, None
+    for t in range(a, T):
+        f = float(job.value(t))
+        if f <= best:
+            break  # the cost is >= 0 and f never rises, so no later deadline can do strictly better
+        slot = slot_cost(job, w_unit[:, t - a], w_caps[:, t - a], p_unit[:, t - a], p_caps[:, t - a])
+        d = np.minimum(floor(np.arange(slot.cost.size) / per), total)
+        d, first = np.unique(d, return_index=True)  # the fewest workers that train each chunk count
+        table = _step(table, d, slot.cost[first]) if d[-1] > 0 else table.copy()
+        tables.append(table)
+        slots.append(slot)
+        if f - table[total] > best:
+            best, best_t = f - table[total], t
+    if best_t is None:
+        return Plan(None, 0.0, 0.0, empty.workers, empty.ps, deadlines=len(tables))
+    y = _unwind(tables[: best_t - a + 1], slots, total, per)
+    plan_w = np.zeros((H, T), np.int64)
+    plan_p = np.zeros((K, T), np.int64)
+    for offset, count in enumerate(y):
+        if count:
+            slot = slots[offset]
+            plan_w[:, a + offset] = _spread(count, slot.w_order, slot.w_caps, H)
+            plan_p[:, a + offset] = _spread(int(job.ps_needed(count)), slot.p_order, slot.p_caps, K)
+    cost = float(tables[best_t - a][total])
+    return Plan(best_t, best, cost, plan_w, plan_p, deadlines=len(tables))
+
+
+def _unwind(tables: list[np.ndarray], slots: list[_Slot], total: int, per: float) -> list[int]:
+    """Worker counts per slot of the DP optimum, latest slot first, taking the smallest ``d`` among equal costs."""
+    remaining = total
+    y = [0] * len(tables)
+    for offset in range(len(tables) - 1, -1, -1):
+        target = tables[offset][remaining]
+        d = np.arange(remaining + 1)
+        workers = ceil(d * per)
+        cost = slots[offset].cost
+        ok = workers < cost.size
+        prev = tables[offset - 1][remaining - d] if offset else np.where(d == remaining, 0.0, np.inf)
+        total_cost = np.where(ok, cost[np.minimum(workers, cost.size - 1)], np.inf) + prev
+        pick = int(np.flatnonzero(total_cost <= target + TIE * max(1.0, abs(target)))[0])
+        y[offset] = int(workers[pick])
+        remaining -= pick
+    assert remaining == 0
+    return y

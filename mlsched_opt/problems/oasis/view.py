@@ -1,0 +1,192 @@
+"""The OASiS family's view of an instance: two server pools, slotted time, jobs in worker-slots.
+
+Model of Bao, Peng, Wu, Li (INFOCOM 2018), spec ``papers/000_oasis.md`` section 1.  Workers
+run only on ``role = "worker"`` servers and parameter servers only on ``role = "ps"``
+servers (the two pools are disjoint, section 1.1).  A job's work is
+``E N M (tau + 2e/b)`` worker-slots (asynchronous SGD: each worker adds one worker-slot of
+work per slot, so speed is linear in the worker count); it runs at most ``N`` workers per slot
+(the instance's ``workers.max`` when smaller than ``chunks``), needs ``ceil(y b / B)`` PSs for
+``y`` workers and never more PSs than workers.
+
+Instance fields (section 1.2): ``work = {epochs, chunks, minibatches_per_chunk}`` gives E, N,
+M; ``step.compute_s`` is tau in seconds, ``step.gradient_mb`` is e (default: the catalog
+model's gradient size), b and B are ``step.worker_bandwidth_gbps`` / ``step.ps_bandwidth_gbps``
+or else the worker's and the PS's ``demand.*.bandwidth_gbps``.  Push and pull each move e
+over b, so one mini-batch takes ``tau + 2 e 8/1000 / b`` seconds (MB to Gbit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InstanceError
+from ...io.instance import Instance, Job, Utility
+
+#: Integer rounding guard for ceil(d rho), ceil(y b/B), floor(c/w) (spec pitfall 11).
+EPS = 1e-9
+
+
+def ceil(x: float | np.ndarray) -> int | np.ndarray:
+    """Ceiling that forgives float noise: 4.000000001 -> 4."""
+    out = np.ceil(np.asarray(x, dtype=float) - EPS).astype(int)
+    return int(out) if out.ndim == 0 else out
+
+
+def floor(x: float | np.ndarray) -> int | np.ndarray:
+    out = np.floor(np.asarray(x, dtype=float) + EPS).astype(int)
+    return int(out) if out.ndim == 0 else out
+
+
+@dataclass(frozen=True)
+class OasisJob:
+    """One job in OASiS's terms.
+
+    ``rho`` is the worker-slots needed to train one chunk once (``M (tau + 2e/b)`` in slots);
+    ``chunks`` is ``D = E N`` chunk-trainings and ``work`` the ``E N rho`` worker-slots of (2).
+    ``worker``/``ps`` are demand vectors over :attr:`OasisView.resources`; ``worker_ok`` and
+    ``ps_ok`` mark the worker and PS servers this job may use.
+    """
+
+    index: int
+    id: str
+    arrival: int
+    epochs: int
+    chunks: int
+    cap: int
+    rho: float
+    b: float
+    B: float
+    worker: np.ndarray
+    ps: np.ndarray
+    worker_ok: np.ndarray
+    ps_ok: np.ndarray
+    utility: Utility
+
+    @property
+    def work(self) -> float:
+        return self.chunks * self.rho
+
+    @property
+    def work_slots(self) -> int:
+        """Whole worker-slots needed: (2) with integer worker counts."""
+        return ceil(self.work)
+
+    @property
+    def min_duration(self) -> int:
+        """Fewest slots the job can take, at ``cap`` workers every slot (``ceil(E rho)`` when cap = N)."""
+        return ceil(self.work_slots / self.cap)
+
+    def ps_needed(self, workers):
+        """PSs for ``workers`` workers: enough bandwidth (6), never more than the workers (7)."""
+        return np.minimum(ceil(np.asarray(workers) * self.b / self.B), workers)
+
+    def value(self, completion_slot):
+        """Utility of finishing in ``completion_slot`` (delay counted from the arrival slot)."""
+        return self.utility(np.asarray(completion_slot) - self.arrival)
+
+
+@dataclass(frozen=True)
+class OasisView:
+    """Slots ``0..T-1``; worker servers ``H`` and PS servers ``K`` with capacities ``(n, R)``."""
+
+    slots: int
+    resources: list[str]
+    worker_servers: list[str]
+    ps_servers: list[str]
+    worker_capacity: np.ndarray
+    ps_capacity: np.ndarray
+    jobs: list[OasisJob]
+
+    @property
+    def H(self) -> int:
+        return len(self.worker_servers)
+
+    @property
+    def K(self) -> int:
+        return len(self.ps_servers)
+
+    def job(self, job_id: str) -> OasisJob:
+        return next(j for j in self.jobs if j.id == job_id)
+
+
+def oasis_view(instance: Instance) -> OasisView:
+    """Read the instance as OASiS needs it; a missing or inconsistent field is an :class:`InstanceError`."""
+    file = instance.file
+    if instance.slots is None:
+        raise InstanceError("problem 'oasis' is slotted; set time.slots", file, "time.slots")
+    groups = instance.document["cluster"]["servers"]
+    for g_index, group in enumerate(groups):
+        if group.get("role", "any") == "any":
+            raise InstanceError("problem 'oasis' keeps workers and parameter servers on disjoint pools; set role = 'worker' or 'ps'",
+                                file, f"cluster.servers[{g_index}].role")
+    workers = [s for s in instance.servers if s.role == "worker"]
+    ps = [s for s in instance.servers if s.role == "ps"]
+    if not workers:
+        raise InstanceError("problem 'oasis' needs at least one server with role = 'worker'", file, "cluster.servers")
+    resources = instance.resource_names()
+    jobs = [_job(instance, job, resources, workers, ps) for job in instance.jobs]
+    if not ps and any(j.work > 0 for j in jobs):
+        raise InstanceError("problem 'oasis' needs at least one server with role = 'ps'", file, "cluster.servers")
+    cap = lambda servers: np.array([[s.capacity.get(r, 0.0) for r in resources] for s in servers], dtype=float).reshape(len(servers), len(resources))
+    return OasisView(instance.slots, resources, [s.name for s in workers], [s.name for s in ps], cap(workers), cap(ps), jobs)
+
+
+def _job(instance: Instance, job: Job, resources: list[str], workers, ps) -> OasisJob:
+    file = instance.file
+
+    def need(what: str, field: str) -> InstanceError:
+        return InstanceError(f"problem 'oasis' needs {what}", file, f"{job.path}.{field}")
+
+    if job.architecture != "ps":
+        raise InstanceError("problem 'oasis' schedules parameter-server jobs; this one is all-reduce", file, f"{job.path}.architecture")
+    if job.work is None or "chunks" not in job.work:
+        raise need("work = {epochs, chunks, minibatches_per_chunk}", "work")
+    if job.step is None:
+        raise need("step = {compute_s = ...} (gradient time of one mini-batch on one worker)", "step")
+    if job.utility is None:
+        raise need("a utility of the completion delay", "utility")
+    if job.utility.delay_unit != "slots":
+        raise InstanceError("OASiS utilities are functions of the delay in slots; set delay_unit = 'slots'", file, f"{job.path}.utility.delay_unit")
+    step = job.step
+    gradient_mb = step.get("gradient_mb", job.workload.gradient_mb if job.workload is not None else None)
+    if gradient_mb is None:
+        raise need("step.gradient_mb (or a catalog model with a gradient size)", "step.gradient_mb")
+    b = step.get("worker_bandwidth_gbps", job.worker_demand.get("bandwidth_gbps"))
+    if not b:
+        raise need("the worker's bandwidth: step.worker_bandwidth_gbps or demand.worker.bandwidth_gbps > 0", "step.worker_bandwidth_gbps")
+    B = step.get("ps_bandwidth_gbps", job.ps_demand.get("bandwidth_gbps"))
+    if not B:
+        raise need("the PS's bandwidth: step.ps_bandwidth_gbps or demand.ps.bandwidth_gbps > 0", "step.ps_bandwidth_gbps")
+    if B < b:
+        # (7) caps PSs at the worker count, so ceil(y b/B) <= y needs B >= b (spec pitfall 12)
+        raise InstanceError(f"PS bandwidth {B:g} Gbps is below the worker's {b:g} Gbps, so no PS count can serve the workers (needs B >= b)",
+                            file, f"{job.path}.step.ps_bandwidth_gbps")
+    if job.ps.hi == 0:
+        raise InstanceError("an OASiS job needs parameter servers; remove ps = {count = 0}", file, f"{job.path}.ps")
+    w = job.work
+    minibatch_s = float(step["compute_s"]) + 2.0 * float(gradient_mb) * 8.0 / 1000.0 / float(b)
+    rho = w["minibatches_per_chunk"] * minibatch_s / instance.slot_s
+    return OasisJob(
+        index=job.index, id=job.id, arrival=job.arrival_slot,
+        epochs=int(w["epochs"]), chunks=int(w["epochs"] * w["chunks"]), cap=min(job.workers.hi, int(w["chunks"])),
+        rho=rho, b=float(b), B=float(B),
+        worker=np.array([job.worker_demand.get(r, 0.0) for r in resources]),
+        ps=np.array([job.ps_demand.get(r, 0.0) for r in resources]),
+        worker_ok=np.array([job.may_run_on(s, "worker") for s in workers], dtype=bool),
+        ps_ok=np.array([job.may_run_on(s, "ps") for s in ps], dtype=bool),
+        utility=job.utility,
+    )
+
+
+def fit_counts(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """How many tasks of ``demand`` fit in each row of ``free`` (``(..., R)``), resources with demand 0 skipped.
+
+    A task that demands nothing fits without limit; callers cap the count by the job's own caps.
+    """
+    used = demand > 0
+    if not used.any():
+        return np.full(free.shape[:-1], np.iinfo(np.int32).max, dtype=np.int64)
+    return np.maximum(floor(np.min(free[..., used] / demand[used], axis=-1)), 0).astype(np.int64)
+
