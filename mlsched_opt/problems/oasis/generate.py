@@ -54,12 +54,16 @@ OPTIONS = (
     Option("setting", "calibrated", ("calibrated", "literal"), "tau per chunk (calibrated) or per mini-batch as printed (literal; many jobs cannot finish)"),
     Option("arrivals", "uniform", ("uniform", "philly"), "arrival slots: uniform, or the Philly trace's submission times rescaled to the horizon"),
     Option("gamma1_min", 1.0, None, "lower end of the priority range gamma1 (Fig. 5 uses 1, 25, 50, 75)"),
+    Option("epochs_min", 50, None, "fewest epochs E (paper 50; small ratio instances use fewer)"),
+    Option("epochs_max", 200, None, "most epochs E (paper 200)"),
 )
 
 
 def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, Any]:
     rng = np.random.default_rng(spec.seed)
     opts = dict(spec.options)
+    if not 1 <= opts.get("epochs_min", 50) <= opts.get("epochs_max", 200):
+        raise UserError(f"need 1 <= epochs_min <= epochs_max, got {opts.get('epochs_min')} and {opts.get('epochs_max')}", field="--set epochs_min")
     T = spec.slots or 20
     M = spec.servers
     servers = []
@@ -114,7 +118,7 @@ def philly_submissions() -> np.ndarray:
 
 
 def _job(rng: np.random.Generator, n: int, arrival: int, opts: dict[str, Any]) -> dict[str, Any]:
-    E, N, M = _i(rng, 50, 200), _i(rng, 5, 100), _i(rng, 10, 100)
+    E, N, M = _i(rng, int(opts.get("epochs_min", 50)), int(opts.get("epochs_max", 200))), _i(rng, 5, 100), _i(rng, 10, 100)
     tau = _u(rng, 0.001, 0.1, 4)
     e = _u(rng, 30, 575, 1)
     b = _u(rng, 0.1, 5, 2)
