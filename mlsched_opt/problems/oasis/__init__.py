@@ -37,7 +37,9 @@ FAMILY = Family(
         Method("dorm", "baseline", baseline("dorm"), "Dorm: all admitted, utilisation MILP with fairness and adjustment limits at every arrival/completion"),
     ),
     options=(
-        Option("prices", "formula", ("formula", "given"), "U, L from eqs (23)-(26), or the estimates l1, u1, l2, u2"),
+        Option("prices", "formula", ("formula", "estimated", "given"),
+               "U, L from eqs (23)-(26) (the guarantee's), estimated from the jobs' value densities, or given as l1, u1, l2, u2"),
+        Option("quantile", 0.25, None, "with prices=estimated: L is this quantile of the jobs' utility per resource-slot"),
         Option("l1", 1.0, None, "L1 with prices=given"),
         Option("u1", 16.0, None, "U1 (every resource) with prices=given"),
         Option("l2", 1.0, None, "L2 with prices=given"),

@@ -15,7 +15,7 @@ from ..base import MethodResult, heuristic_report
 from .baselines import POLICIES
 from .formulation import schedule_from_model
 from .online import Oasis, Outcome, simulate
-from .prices import PriceParams, formula_params, given_params
+from .prices import PriceParams, estimated_params, formula_params, given_params
 from .view import OasisView, oasis_view
 
 OASIS_GUARANTEE = ("Theorem 4 (Bao et al. 2018): OPT / OASiS <= 2 alpha, alpha = max(1, ln(U1/L1), ln(U2/L2)), "
@@ -28,6 +28,10 @@ def price_params(view: OasisView, options: Mapping[str, Any]) -> PriceParams:
             if options[name] <= 0:
                 raise OptionError(f"prices=given needs {name} > 0, got {options[name]}", field=f"--set {name}")
         params = given_params(view, options["l1"], options["u1"], options["l2"], options["u2"])
+    elif options["prices"] == "estimated":
+        if not 0 <= options["quantile"] <= 1:
+            raise OptionError(f"quantile must be in [0, 1], got {options['quantile']}", field="--set quantile")
+        params = estimated_params(view, options["quantile"])
     else:
         params = formula_params(view)
     if options["estimate"] <= 0:

@@ -92,6 +92,30 @@ def formula_params(view: OasisView) -> PriceParams:
     return PriceParams(L1, U1, L2, U2, "formula", eta1, eta2)
 
 
+def estimated_params(view: OasisView, quantile: float = 0.25) -> PriceParams:
+    """Estimates from the jobs' value densities [PROP] (pitfall 17: "from a warm-up trace").
+
+    With the formula, ``L`` is divided by ``4 eta`` (``eta`` grows with ``T`` times the whole
+    cluster's capacity) and taken at the least valuable job, so on the paper's settings it is
+    ~1e-15 and prices stay negligible until a resource is nearly full.  Here ``L`` is the
+    ``quantile`` of ``f_i(S_i - 1) / (ceil(E_i N_i rho_i) sum_r w_i^r)`` over the jobs (utility
+    per unit of resource-time at the earliest completion; ``s`` for ``L2``) and ``U`` is the
+    formula's.  Theorem 4's assumption (b) then no longer holds: no guarantee is claimed.
+    """
+    exact = formula_params(view)
+    best = np.array([float(j.value(j.arrival + j.min_duration - 1)) for j in view.jobs])
+    work = np.array([j.work_slots for j in view.jobs], dtype=float)
+
+    def level(demand_sum: np.ndarray, fallback: float) -> float:
+        size = work * demand_sum
+        live = size > 0
+        return float(np.quantile(best[live] / size[live], quantile)) if live.any() else fallback
+
+    L1 = max(level(np.array([j.worker.sum() for j in view.jobs]), exact.L1), exact.L1)
+    L2 = max(level(np.array([j.ps.sum() for j in view.jobs]), exact.L2), exact.L2)
+    return PriceParams(L1, np.maximum(exact.U1, L1), L2, np.maximum(exact.U2, L2), f"estimated (q={quantile:g})")
+
+
 def given_params(view: OasisView, L1: float, U1: float, L2: float, U2: float) -> PriceParams:
     """Estimates supplied by the user (the paper's practice, section 3.2): one U per pool for every resource."""
     R = len(view.resources)
