@@ -18,6 +18,9 @@ CASES = {
     # capacity in virtual instances, so that admission is tight; small grids keep it quick
     "smd": ([{"epsilon1": 0.3}, {"epsilon1": 0.3, "outer": "exact", "attempts": 1}, {"inner": "enumerate", "epsilon2": 0.9}],
             [{"unit": "instance", "sgd": "sync"}, {"unit": "instance", "sgd": "async"}, {"unit": "instance", "workloads": "catalog"}], (1, 40)),
+    # short jobs on 10 slots so that several jobs compete and the MILP proves optimality quickly
+    "oasis": ([{}, {"units": "worker-slots"}, {"prices": "estimated"}, {"prices": "given", "l1": 0.01, "l2": 0.01, "u1": 100.0, "u2": 100.0}],
+              [{"epochs_min": 1, "epochs_max": 5}, {"epochs_min": 1, "epochs_max": 10, "setting": "literal"}], (1, 2)),
 }
 
 

@@ -3,7 +3,7 @@
 ``--servers M`` gives M worker servers (EC2 GPU instances P2/G3 at random, pitfall 5) and M
 PS servers (c4.8xlarge); server bandwidth is drawn from [20, 50] Gbps and storage is 1 TB.
 Per-worker demand: GPU 0-4, vCPU 1-10, memory 2-32 GB, storage 5-10 GB, bandwidth b 0.1-5
-Gbps; per PS: vCPU 1-10, memory 2-32 GB, storage 5-10 GB, bandwidth B 5-20 Gbps.  Jobs:
+Gbps (GPUs capped at the largest worker server's, so every job fits somewhere); per PS: vCPU 1-10, memory 2-32 GB, storage 5-10 GB, bandwidth B 5-20 Gbps.  Jobs:
 E 50-200 epochs, N 5-100 chunks, M 10-100 mini-batches per chunk, gradients e 30-575 MB,
 sigmoid utilities with gamma1 in [1, 100], gamma3 in [1, 15] and the 10/55/35 mix of
 time-insensitive (gamma2 = 0) / sensitive ([0.01, 1]) / critical ([4, 6]) jobs.  Draws are
@@ -64,7 +64,7 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
     opts = dict(spec.options)
     if not 1 <= opts.get("epochs_min", 50) <= opts.get("epochs_max", 200):
         raise UserError(f"need 1 <= epochs_min <= epochs_max, got {opts.get('epochs_min')} and {opts.get('epochs_max')}", field="--set epochs_min")
-    T = spec.slots or 20
+    T = spec.slots or 10
     M = spec.servers
     servers = []
     shapes = sorted(WORKER_SHAPES)
@@ -76,7 +76,8 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
         cap = dict(PS_SHAPE[0], storage_gb=STORAGE_GB, bandwidth_gbps=_u(rng, 20, 50))
         servers.append({"name": f"ps{k}", "role": "ps", "capacity": cap})
     arrivals = _arrivals(rng, spec.jobs, T, opts.get("arrivals", "uniform"))
-    jobs = [_job(rng, n, int(a), opts) for n, a in enumerate(arrivals)]
+    max_gpu = max(s["capacity"]["gpu"] for s in servers if s["role"] == "worker")
+    jobs = [_job(rng, n, int(a), opts, max_gpu) for n, a in enumerate(arrivals)]
     sources = sorted({src for _, src in WORKER_SHAPES.values()} | {PS_SHAPE[1]})
     return {
         "format": "mlsched-instance/1",
@@ -117,7 +118,7 @@ def philly_submissions() -> np.ndarray:
     return np.sort(np.array(stamps))
 
 
-def _job(rng: np.random.Generator, n: int, arrival: int, opts: dict[str, Any]) -> dict[str, Any]:
+def _job(rng: np.random.Generator, n: int, arrival: int, opts: dict[str, Any], max_gpu: int) -> dict[str, Any]:
     E, N, M = _i(rng, int(opts.get("epochs_min", 50)), int(opts.get("epochs_max", 200))), _i(rng, 5, 100), _i(rng, 10, 100)
     tau = _u(rng, 0.001, 0.1, 4)
     e = _u(rng, 30, 575, 1)
@@ -126,7 +127,7 @@ def _job(rng: np.random.Generator, n: int, arrival: int, opts: dict[str, Any]) -
     calibrated = opts.get("setting", "calibrated") == "calibrated"
     compute_s = tau * SLOT_S / M if calibrated else tau * SLOT_S
     gradient_mb = e / M if calibrated else e
-    worker = {"gpu": _i(rng, 0, 4), "cpu": _i(rng, 1, 10), "memory_gb": _i(rng, 2, 32), "storage_gb": _i(rng, 5, 10), "bandwidth_gbps": b}
+    worker = {"gpu": min(_i(rng, 0, 4), max_gpu), "cpu": _i(rng, 1, 10), "memory_gb": _i(rng, 2, 32), "storage_gb": _i(rng, 5, 10), "bandwidth_gbps": b}
     ps = {"cpu": _i(rng, 1, 10), "memory_gb": _i(rng, 2, 32), "storage_gb": _i(rng, 5, 10), "bandwidth_gbps": B}
     kind = rng.choice(len(CLASSES), p=[p for _, p in CLASSES])
     gamma2 = 0.0 if kind == 0 else (_u(rng, 0.01, 1) if kind == 1 else _u(rng, 4, 6))

@@ -1,0 +1,284 @@
+"""OASiS (spec 000): the toy of section 7, the subroutine against exact programs, prices, ratio, I/O."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mlsched_opt.checking import check_solution
+from mlsched_opt.io import from_document, load_instance, read_document
+from mlsched_opt.io.solution import read_solution
+from mlsched_opt.problems import REGISTRY, GenerateSpec
+from mlsched_opt.problems.oasis.formulation import single_job_model
+from mlsched_opt.problems.oasis.generate import generate
+from mlsched_opt.problems.oasis.online import Oasis, simulate
+from mlsched_opt.problems.oasis.prices import PricedPool, formula_params, given_params
+from mlsched_opt.problems.oasis.subroutine import best_schedule, slot_cost
+from mlsched_opt.problems.oasis.view import fit_counts, oasis_view
+from mlsched_opt.solvers import SolveOptions, solve
+
+from .conftest import ROOT, shared_data
+
+TOY = ROOT / "instances" / "oasis-toy.toml"
+FAMILY = REGISTRY["oasis"]
+EXACT = SolveOptions(gap=0.0, time_limit=60)
+
+
+def run_toy(params_of):
+    view = oasis_view(load_instance(TOY))
+    policy = Oasis(view, params_of(view))
+    outcome = simulate(view, policy)
+    return view, policy, outcome
+
+
+# --- the toy of section 7 -------------------------------------------------------------------
+
+def test_toy_given_prices_admits_1_and_2_for_28():
+    view, policy, outcome = run_toy(lambda v: given_params(v, 1, 16, 1, 4))
+    assert sorted(view.jobs[i].id for i in outcome.completion) == ["1", "2"]
+    assert outcome.utility(view) == pytest.approx(28)
+    assert policy.payoff == {0: pytest.approx(14), 1: pytest.approx(5)}
+    # job 1 runs (2, 2) workers and (1, 1) PSs; job 2 shifts to the cheap slot 3 (0-based 2)
+    assert policy.plans[0][0].tolist() == [[2, 2, 0]] and policy.plans[0][1].tolist() == [[1, 1, 0]]
+    assert policy.plans[1][0].tolist() == [[0, 0, 2]] and policy.plans[1][1].tolist() == [[0, 0, 1]]
+    assert policy.workers.price[0, 0].tolist() == pytest.approx([4, 4, 4])
+    assert policy.pss.price[0, 0].tolist() == pytest.approx([2, 2, 2])
+
+
+def test_toy_formula_prices_variant_b():
+    view = oasis_view(load_instance(TOY))
+    p = formula_params(view)
+    assert (p.L1, p.L2, p.eta1, p.eta2) == pytest.approx((0.09375, 0.1875, 6, 3))
+    assert p.U1.tolist() == [20] and p.U2.tolist() == [20]
+    assert p.alpha == pytest.approx(math.log(20 / 0.09375))
+    assert 2 * p.alpha == pytest.approx(10.73, abs=0.01)
+    view, policy, outcome = run_toy(formula_params)
+    assert policy.payoff == {0: pytest.approx(19.25), 1: pytest.approx(7.625)}
+    assert outcome.utility(view) == pytest.approx(28)
+    # after job 1: p = 0.09375 * 213.33^(1/2), q = 0.1875 * 106.67^(1/2) in slots 1-2
+    assert policy.workers.price[0, 0, 0] == pytest.approx(1.3693, abs=1e-4)
+    # job 3 is rejected: slot 2 now costs 2 x 1.3693 + 1.9365 per slot for the forced plan (2, 2)... in slots 2-3
+    job3 = view.jobs[2]
+    fresh = Oasis(view, formula_params(view))
+    for i in (0, 1):
+        fresh.arrive(view.jobs[i], view.jobs[i].arrival)
+    assert best_schedule(job3, fresh.workers, fresh.pss).completion is None
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_toy_offline_optimum_is_37(solver):
+    inst = load_instance(TOY)
+    sol = FAMILY.run(inst, "exact", SolveOptions(solver=solver, gap=0.0, time_limit=30))
+    assert sol.report.status == "optimal"
+    assert sol.report.objective == pytest.approx(37)
+    assert check_solution(inst, sol).feasible
+    assert sorted(sol.decision["admitted"]) == ["1", "2", "3"]
+
+
+def test_toy_job_2_payoffs_per_deadline():
+    """Spec: after job 1, job 2's payoff is 2 at deadline slot 2 and 5 at slot 3 (the (0, 2) plan)."""
+    view = oasis_view(load_instance(TOY))
+    policy = Oasis(view, given_params(view, 1, 16, 1, 4))
+    policy.arrive(view.jobs[0], 0)
+    job2 = view.jobs[1]
+    w = policy.workers.unit_price(job2.worker)
+    p = policy.pss.unit_price(job2.ps)
+    # slot 2 alone: 2 workers at 4 + 1 PS at 2 = 10; payoff 12 - 10
+    assert 12 - (2 * w[0, 1] + p[0, 1]) == pytest.approx(2)
+    plan = best_schedule(job2, policy.workers, policy.pss)
+    assert (plan.completion, plan.payoff, plan.cost) == (2, pytest.approx(5), pytest.approx(3))
+
+
+# --- prices -------------------------------------------------------------------------------------
+
+def test_price_is_L_when_idle_and_U_when_full():
+    pool = PricedPool(np.array([[4.0, 10.0]]), 3, 0.5, np.array([8.0, 20.0]))
+    assert pool.price[0, :, 0].tolist() == [0.5, 0.5]
+    pool.reserve(np.array([[4, 0, 2]]), np.array([1.0, 2.5]))
+    assert pool.price[0, :, 0].tolist() == pytest.approx([8.0, 20.0])
+    assert pool.price[0, :, 1].tolist() == [0.5, 0.5]
+    assert pool.price[0, :, 2].tolist() == pytest.approx([0.5 * 16 ** 0.5, 0.5 * 40 ** 0.5])
+
+
+def test_misestimation_scales_u_over_l():
+    view = oasis_view(load_instance(TOY))
+    p = formula_params(view)
+    q = p.scaled(3.0)
+    assert q.L1 == p.L1 and q.U1[0] / q.L1 == pytest.approx(3 * p.U1[0] / p.L1)
+    assert p.scaled(1e-9).U1[0] == p.L1  # U never drops below L
+
+
+# --- the subroutine against exact programs -------------------------------------------------------
+
+def random_state(seed: int, units: str = "worker-slots"):
+    """A generated instance with random loads and prices, and one job to plan."""
+    rng = np.random.default_rng(seed)
+    doc = generate(GenerateSpec(jobs=3, servers=int(rng.integers(1, 3)), seed=seed, slots=int(rng.integers(3, 7)),
+                                options={"epochs_min": 1, "epochs_max": 4}))
+    view = oasis_view(from_document(doc))
+    job = view.jobs[int(rng.integers(len(view.jobs)))]
+    job = type(job)(**{**job.__dict__, "arrival": int(rng.integers(0, view.slots))})
+    L = float(rng.uniform(0.001, 0.05))
+    pools = [PricedPool(view.worker_capacity, view.slots, L, rng.uniform(1, 50, len(view.resources))),
+             PricedPool(view.ps_capacity, view.slots, L, rng.uniform(1, 50, len(view.resources)))]
+    for pool in pools:
+        for _ in range(3):
+            counts = rng.integers(0, 4, size=(pool.capacity.shape[0], view.slots))
+            demand = rng.uniform(0, 0.3, len(view.resources)) * pool.capacity.max(axis=0)
+            if np.all(pool.free() - counts[:, None, :] * demand[None, :, None] >= 0):
+                pool.reserve(counts, demand)
+    return view, job, pools
+
+
+def exact_payoff(job, pools, T, units):
+    w_pool, p_pool = pools
+    w_caps = np.minimum(np.where(job.worker_ok[:, None], fit_counts(w_pool.free().transpose(0, 2, 1), job.worker), 0), job.cap)
+    p_caps = np.minimum(np.where(job.ps_ok[:, None], fit_counts(p_pool.free().transpose(0, 2, 1), job.ps), 0), job.cap)
+    model = single_job_model(job, T, w_pool.unit_price(job.worker), p_pool.unit_price(job.ps), w_caps, p_caps, units)
+    report = solve(model, EXACT)
+    assert report.status == "optimal"
+    return report.objective
+
+
+@pytest.mark.parametrize("units", ["worker-slots", "chunks"])
+def test_best_schedule_equals_the_single_job_program(units):
+    """Algorithm 2 is optimal for one job at fixed prices: its payoff equals the exact program's (27)."""
+    checked = positive = 0
+    for seed in range(40):
+        view, job, pools = random_state(seed)
+        if units == "chunks" and job.chunks > 400:
+            continue
+        plan = best_schedule(job, *pools, units=units)
+        opt = exact_payoff(job, pools, view.slots, units)
+        assert plan.payoff == pytest.approx(max(opt, 0.0), rel=1e-7, abs=1e-7), (seed, plan.payoff, opt)
+        checked += 1
+        positive += plan.payoff > 0
+        if plan.admitted:
+            # the plan itself is what it claims: enough work, cost at the given prices, completion = last worker slot
+            assert plan.workers.sum() >= job.work - 1e-9
+            cost = float((plan.workers * pools[0].unit_price(job.worker)).sum() + (plan.ps * pools[1].unit_price(job.ps)).sum())
+            assert cost == pytest.approx(plan.cost)
+            assert np.flatnonzero(plan.workers.any(axis=0))[-1] == plan.completion
+            assert plan.payoff == pytest.approx(float(job.value(plan.completion)) - cost)
+    assert checked >= 30 and positive >= 10
+
+
+def test_slot_cost_greedy_equals_brute_force():
+    rng = np.random.default_rng(7)
+    view = oasis_view(load_instance(TOY))
+    job = view.jobs[0]
+    job = type(job)(**{**job.__dict__, "cap": 5, "b": 1.0, "B": 2.0})
+    for _ in range(100):
+        H, K = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        w_unit, p_unit = rng.uniform(0, 5, H).round(1), rng.uniform(0, 5, K).round(1)
+        w_caps, p_caps = rng.integers(0, 3, H), rng.integers(0, 3, K)
+        slot = slot_cost(job, w_unit, w_caps, p_unit, p_caps)
+        for y in range(job.cap + 1):
+            best = math.inf
+            for ws in itertools.product(*(range(c + 1) for c in w_caps)):
+                if sum(ws) != y:
+                    continue
+                need = int(job.ps_needed(y))
+                for zs in itertools.product(*(range(c + 1) for c in p_caps)):
+                    if sum(zs) == need:
+                        best = min(best, float(np.dot(ws, w_unit) + np.dot(zs, p_unit)))
+            got = slot.cost[y] if y < slot.cost.size else math.inf
+            assert got == pytest.approx(best), (y, w_unit, w_caps, p_unit, p_caps)
+
+
+def test_chunk_and_worker_slot_dp_agree_when_a_chunk_is_one_worker_slot():
+    inst = load_instance(TOY)
+    a = FAMILY.run(inst, "oasis", EXACT, {"units": "chunks"})
+    b = FAMILY.run(inst, "oasis", EXACT, {"units": "worker-slots"})
+    assert a.decision["schedule"] == b.decision["schedule"]
+
+
+# --- against the offline optimum ------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ratio_to_the_proven_optimum_is_within_2_alpha(seed):
+    doc = generate(GenerateSpec(jobs=8, servers=1 + seed % 2, seed=seed, slots=8, options={"epochs_min": 1, "epochs_max": 8}))
+    inst = from_document(doc)
+    opt = FAMILY.run(inst, "exact", EXACT)
+    alg = FAMILY.run(inst, "oasis", EXACT)
+    assert opt.report.status == "optimal"
+    assert check_solution(inst, alg).feasible
+    alpha = alg.decision["extra"]["prices"]["alpha"]
+    assert opt.report.objective >= alg.report.objective - 1e-6
+    assert alg.report.objective > 0
+    assert opt.report.objective / alg.report.objective <= 2 * alpha
+
+
+# --- generator, baselines, CLI --------------------------------------------------------------------
+
+def test_literal_setting_leaves_many_jobs_impossible_and_calibrated_does_not():
+    spec = lambda setting: GenerateSpec(jobs=200, servers=2, seed=3, slots=300, options={"setting": setting})
+    durations = {}
+    for setting in ("literal", "calibrated"):
+        view = oasis_view(from_document(generate(spec(setting))))
+        durations[setting] = np.array([j.min_duration for j in view.jobs])
+    assert 150 < np.median(durations["literal"]) < 400  # spec pitfall 7: median about 260-285 slots
+    assert 0.25 < np.mean(durations["literal"] > 300) < 0.65  # about 45 % cannot finish in T = 300
+    assert durations["calibrated"].max() <= 26 and durations["calibrated"].min() >= 1
+
+
+def test_utility_mix_is_10_55_35():
+    view = oasis_view(from_document(generate(GenerateSpec(jobs=2000, servers=1, seed=0, slots=10))))
+    g2 = np.array([j.utility.params["gamma2"] for j in view.jobs])
+    assert np.mean(g2 == 0) == pytest.approx(0.10, abs=0.025)
+    assert np.mean((g2 > 0) & (g2 <= 1)) == pytest.approx(0.55, abs=0.035)
+    assert np.mean(g2 >= 4) == pytest.approx(0.35, abs=0.035)
+
+
+@pytest.mark.skipif(shared_data() is None, reason="the shared data folder (../shared/data) is not present")
+def test_philly_arrivals_follow_the_trace():
+    doc = generate(GenerateSpec(jobs=50, servers=1, seed=4, slots=100, options={"arrivals": "philly"}))
+    arrivals = [j["arrival_slot"] for j in doc["jobs"]]
+    assert arrivals[0] == 0 and max(arrivals) == 99 and arrivals == sorted(arrivals)
+    assert doc == generate(GenerateSpec(jobs=50, servers=1, seed=4, slots=100, options={"arrivals": "philly"}))
+
+
+@pytest.mark.parametrize("method", ["fifo", "rrh"])
+def test_seeded_baselines_repeat(method):
+    doc = generate(GenerateSpec(jobs=12, servers=2, seed=5, slots=10, options={"epochs_min": 1, "epochs_max": 10}))
+    inst = from_document(doc)
+    a, b = (FAMILY.run(inst, method, SolveOptions(seed=3)) for _ in range(2))
+    assert a.decision == b.decision
+
+
+def test_checker_catches_a_broken_schedule(tmp_path):
+    inst = load_instance(TOY)
+    sol = FAMILY.run(inst, "oasis", EXACT)
+    assert check_solution(inst, sol).feasible
+    bad = json.loads(json.dumps(sol.to_dict()))
+    entry = bad["decision"]["schedule"]["1"][0]
+    entry["workers"]["worker"] = 5          # capacity 4, cap 2
+    entry["ps"] = {}                         # no PS for the workers
+    bad["decision"]["schedule"]["2"] = []    # admitted without work
+    bad["decision"]["schedule"]["3"] = [{"slot": 0, "workers": {"worker": 1}, "ps": {"ps": 1}}]  # neither admitted nor unfinished; before arrival
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    result = check_solution(inst, read_solution(path))
+    rules = {v.rule for v in result.violations}
+    assert {"capacity", "worker-cap", "ps-bandwidth", "work", "schedule"} <= rules
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["cluster"]["servers"][0].pop("role"), "cluster.servers[0].role"),
+    (lambda d: d["jobs"][0].pop("step"), "jobs[0].step"),
+    (lambda d: d["jobs"][0]["step"].update(ps_bandwidth_gbps=0.5), "jobs[0].step.ps_bandwidth_gbps"),
+    (lambda d: d["time"].pop("slots"), "time.slots"),
+    (lambda d: d["jobs"][1]["utility"].update(values=[8, 12]), "jobs[1].utility.values[1]"),
+])
+def test_user_errors_name_the_field(tmp_path, run, edit, field):
+    doc = read_document(TOY)
+    edit(doc)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run("solve", path, "--method", "oasis")
+    assert code == 2
+    assert field in err and "Traceback" not in err
