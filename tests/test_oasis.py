@@ -282,3 +282,10 @@ def test_user_errors_name_the_field(tmp_path, run, edit, field):
     code, out, err = run("solve", path, "--method", "oasis")
     assert code == 2
     assert field in err and "Traceback" not in err
+
+
+def test_shipped_instance_is_what_its_source_command_generates():
+    doc = read_document(ROOT / "instances" / "oasis-10jobs.toml")
+    assert doc["source"].startswith("mlsched generate --problem oasis --jobs 10 --servers 2 --slots 10 --seed 1 --set epochs_min=1 --set epochs_max=10;")
+    spec = GenerateSpec(jobs=10, servers=2, seed=1, slots=10, options=FAMILY.parse_generate_options({"epochs_min": 1, "epochs_max": 10}))
+    assert FAMILY.generate(spec) == doc

@@ -83,6 +83,7 @@ def run_oasis(instance: Instance, options: Mapping[str, Any], solve_options: Sol
     value = outcome.utility(view)
     stats = {"prices": params.to_dict(view.resources), "bound_2alpha": 2 * params.alpha,
              "decision_s_per_job": policy.stats.get("decision_s_mean", 0.0),
+             "decision_s_max": policy.stats.get("decision_s_max", 0.0),
              "payoff": {view.jobs[i].id: p for i, p in sorted(policy.payoff.items())}}
     message = (f"admitted {len(outcome.completion)}/{len(view.jobs)}, alpha={params.alpha:.3g} ({params.source}), "
                f"{1000 * stats['decision_s_per_job']:.2f} ms per job")
