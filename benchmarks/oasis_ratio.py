@@ -18,13 +18,13 @@ count is written next to the CSV (``plot`` extra).
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import sys
 import time
 from pathlib import Path
 
+from mlsched_opt.bench.files import pyplot, read_rows, write_rows
 from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document
 from mlsched_opt.problems import GenerateSpec, get_family
@@ -80,12 +80,8 @@ def summarize(rows: list[dict]) -> None:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install '.[plot]'); no figure", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 4))
     names = [n for n in METHODS if any(r["method"] == n for r in rows)]
@@ -112,8 +108,7 @@ def main() -> None:
     ap.add_argument("--summarize", metavar="CSV", help="only print the summary and plot of an earlier run")
     args = ap.parse_args()
     if args.summarize:
-        with open(args.summarize, newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = read_rows(args.summarize)
         summarize(rows)
         plot(rows, Path(args.summarize).with_suffix(".png"))
         return
@@ -125,11 +120,7 @@ def main() -> None:
               f"({time.perf_counter() - start:.0f} s)", file=sys.stderr)
         rows.extend(run_instance(servers, gamma1, seed, args.time_limit))
     out = Path(args.out)
-    with out.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"CSV: {out} ({len(rows)} rows)")
+    write_rows(out, FIELDS, rows)
     summarize(rows)
     plot(rows, out.with_suffix(".png"))
 

@@ -14,11 +14,11 @@ Fig. 3 is printed and plotted.  No optimum at this scale: the comparison is betw
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
 
+from mlsched_opt.bench.files import pyplot, read_rows, write_rows
 from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document
 from mlsched_opt.problems import GenerateSpec, get_family
@@ -67,12 +67,8 @@ def summarize(rows: list[dict]) -> None:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed (pip install '.[plot]'); no figure", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     names = list(dict.fromkeys(r["method"] for r in rows))
     counts = sorted({int(r["jobs"]) for r in rows})
@@ -104,8 +100,7 @@ def main() -> None:
     ap.add_argument("--summarize", metavar="CSV", help="only print the table and plot of an earlier run")
     args = ap.parse_args()
     if args.summarize:
-        with open(args.summarize, newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = read_rows(args.summarize)
         summarize(rows)
         plot(rows, Path(args.summarize).with_suffix(".png"))
         return
@@ -120,11 +115,7 @@ def main() -> None:
             print(f"{jobs} jobs, seed {seed} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
             rows.extend(run(jobs, args.servers, args.slots, seed, args.arrivals, methods))
     out = Path(args.out)
-    with out.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"CSV: {out} ({len(rows)} rows)")
+    write_rows(out, FIELDS, rows)
     summarize(rows)
     plot(rows, out.with_suffix(".png"))
 
