@@ -289,3 +289,17 @@ def test_shipped_instance_is_what_its_source_command_generates():
     assert doc["source"].startswith("mlsched generate --problem oasis --jobs 10 --servers 2 --slots 10 --seed 1 --set epochs_min=1 --set epochs_max=10;")
     spec = GenerateSpec(jobs=10, servers=2, seed=1, slots=10, options=FAMILY.parse_generate_options({"epochs_min": 1, "epochs_max": 10}))
     assert FAMILY.generate(spec) == doc
+
+
+def test_generate_then_solve_from_the_cli(run, tmp_path):
+    path = tmp_path / "o.toml"
+    code, out, err = run("generate", "--problem", "oasis", "--jobs", "4", "--servers", "1", "--slots", "6", "--seed", "2",
+                         "--set", "epochs_min=1", "--set", "epochs_max=3", "-o", path)
+    assert code == 0, err
+    assert read_document(path)["source"].startswith("mlsched generate --problem oasis --jobs 4 --servers 1 --slots 6 --seed 2")
+    code, out, err = run("solve", path, "--method", "oasis")
+    assert code == 0, err
+    assert "check: ok" in out
+    code, out, err = run("generate", "--problem", "oasis", "--jobs", "2", "--servers", "1", "--seed", "0", "--set", "epochs_min=9",
+                         "--set", "epochs_max=3", "-o", tmp_path / "bad.toml")
+    assert code == 2 and "epochs_min" in err and "Traceback" not in err
