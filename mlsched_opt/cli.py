@@ -248,7 +248,7 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
 @cli.command()
 @click.argument("file")
 @click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
-@click.option("--methods", default=None, help="Comma-separated methods (default: all of the family's).")
+@click.option("--methods", default=None, help="Comma-separated methods (default: all of the family's but oracles).")
 @click.option("--solvers", "solvers", default="highs,cpsat", show_default=True, help="Solvers for the exact method.")
 @solver_options
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
@@ -267,7 +267,8 @@ def compare(ctx, file, problem, methods, solvers, sets, solver, time_limit, gap,
 
     inst = _load(file, ctx.obj["catalog"])
     family = _family_for(inst, problem)
-    names = methods.split(",") if methods else list(family.methods)
+    # oracles (exhaustive enumeration) run only when asked for: they are for tiny instances
+    names = methods.split(",") if methods else [m.name for m in family.methods.values() if m.kind != "oracle"]
     solver_list = [s.strip() for s in solvers.split(",") if s.strip()]
     pairs = []
     for name in names:

@@ -141,6 +141,7 @@ class Job:
     limit: Mapping[str, float] | None = None
     speed_model: Mapping[str, Any] | None = None
     step: Mapping[str, float] | None = None
+    data_parallel: Mapping[str, Any] | None = None
 
     @property
     def path(self) -> str:
@@ -345,6 +346,7 @@ def _job(i: int, spec: dict[str, Any], file: str | None, catalog: Catalog | None
         limit=resource_vector(spec["limit"]) if "limit" in spec else None,
         speed_model=spec.get("speed_model"),
         step=spec.get("step"),
+        data_parallel=spec.get("data_parallel"),
     )
 
 

@@ -51,7 +51,8 @@ class MethodResult:
 
 @dataclass(frozen=True)
 class Method:
-    """A way to solve the problem: ``exact`` (a solver with a proof) or an algorithm.
+    """A way to solve the problem: ``exact`` (a solver with a proof), ``oracle`` (exact by
+    exhaustive enumeration, for tiny instances; not run by default in comparisons) or an algorithm.
 
     ``run(instance, problem_options, solve_options)`` returns a :class:`MethodResult`.
     ``guarantee`` states what is proven about the answer (empty for exact methods).

@@ -1,0 +1,98 @@
+"""Independent checker for hetero placements.
+
+Uses the instance's data (:func:`.view.hetero_view`: throughputs, batch, iterations, caps,
+bandwidths) and the communication formula, and none of the split, configuration, market or
+ILP code.  Rules: every job is placed with a size in its range, on GPUs of servers that may
+host its workers and that it has a throughput for; no server's GPUs are used twice; each
+worker's samples are a non-negative integer within the memory cap, one list entry per GPU,
+and a job's samples sum to its global batch.  The objective is recomputed per job as
+``T (max_k b_k / rho_k + comm(K, D / r_min))`` and averaged; the claimed JCTs and fairness
+measures are compared with the recomputed ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...checking.core import TOL, CheckResult, admitted_jobs, read_counts, unknown_jobs
+from ...io.instance import Instance
+from .timing import COMM_MODELS, comm_constant, fair_share_jct, fairness
+from .view import hetero_view
+
+
+def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
+    view = hetero_view(instance)
+    placement = decision.get("placement") or {}
+    extra = decision.get("extra") or {}
+    batches = extra.get("batch") or {}
+    if decision.get("schedule"):
+        result.add("decision", "schedule", "hetero placements are static; use placement")
+    admitted = admitted_jobs(result, instance, decision)
+    unknown_jobs(result, instance, placement, "placement")
+    cls_of = {}
+    for c, members in enumerate(view.classes):
+        for name in view.members[c]:
+            cls_of[name] = c
+    used: dict[str, int] = {}
+    jcts: list[float] = []
+    for hj, job in zip(view.jobs, instance.jobs):
+        if job.id not in admitted:
+            result.add("admission", job.id, "every job must be placed (C2)")
+            continue
+        workers = read_counts(result, instance, job, "worker", (placement.get(job.id) or {}).get("workers"),
+                              f"placement.{job.id}.workers")
+        split = batches.get(job.id) or {}
+        k = sum(workers.values())
+        if not hj.k_range[0] <= k <= hj.k_range[1]:
+            result.add("job-size", job.id, f"{k} workers, the job allows {hj.k_range[0]}..{hj.k_range[1]}")
+        times, bandwidths, total, ok = [], [], 0, k > 0
+        for name in set(split) - set(workers):
+            result.add("batch", f"extra.batch.{job.id}.{name}", "samples on a server with no worker of this job")
+            ok = False
+        for name, count in workers.items():
+            used[name] = used.get(name, 0) + count
+            c = cls_of.get(name)
+            if c is None or hj.rho[c] <= 0:
+                result.add("throughput", f"placement.{job.id}.workers.{name}", "the job has no throughput on this server's GPUs")
+                ok = False
+                continue
+            samples = split.get(name)
+            if not isinstance(samples, list) or len(samples) != count:
+                result.add("batch", f"extra.batch.{job.id}.{name}", f"needs one sample count per GPU ({count}), got {samples!r}")
+                ok = False
+                continue
+            for b in samples:
+                if not isinstance(b, int) or isinstance(b, bool) or b < 0:
+                    result.add("batch", f"extra.batch.{job.id}.{name}", f"samples must be non-negative integers, got {b!r}")
+                    ok = False
+                elif b > hj.cap[c]:
+                    result.add("memory", f"extra.batch.{job.id}.{name}", f"{b} samples > max_local_batch {hj.cap[c]}")
+                else:
+                    times.append(b / hj.rho[c])
+                    total += b
+            bandwidths.append(view.classes[c].bandwidth_gbps)
+        if ok and total != hj.batch:
+            result.add("batch", f"extra.batch.{job.id}", f"samples sum to {total}, the global batch is {hj.batch}")
+        if ok and times:
+            comm = COMM_MODELS[options["comm"]](np.array([k]), comm_constant(hj, np.array([min(bandwidths)])))
+            jcts.append(hj.iterations * (max(times) + float(comm[0])))
+    for name, count in used.items():
+        cap = instance.server(name).capacity.get("gpu", 0.0)
+        if count > cap:
+            result.add("capacity", f"{name}, gpu", f"uses {count} GPUs > capacity {cap:g}")
+    if result.feasible and len(jcts) == view.S:
+        result.objective = float(np.mean(jcts))
+        _claims(result, view, extra, np.array(jcts), options)
+
+
+def _claims(result: CheckResult, view, extra: Mapping[str, Any], jcts: np.ndarray, options: Mapping[str, Any]) -> None:
+    claimed = extra.get("jct_s") or {}
+    for job, value in zip(view.jobs, jcts):
+        if job.id in claimed and abs(claimed[job.id] - value) > TOL * max(1.0, value):
+            result.add("jct", job.id, f"stated {claimed[job.id]:g} s but the placement gives {value:g} s")
+    stated = extra.get("fairness") or {}
+    for key, value in fairness(jcts, fair_share_jct(view, options["comm"])).items():
+        if key in stated and abs(stated[key] - value) > TOL * max(1.0, value):
+            result.add("fairness", key, f"stated {stated[key]:g} but the placement gives {value:g}")

@@ -1,0 +1,109 @@
+"""Configurations (class-count vectors) and the decision built from one vector per job."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...errors import OptionError
+from .timing import batch_split, fair_share_jct, fairness, jct
+from .view import HeteroView
+
+#: Refuse to enumerate more configurations per job than this (the exact model would not build).
+MAX_CONFIGS = 2_000_000
+
+
+def all_vectors(counts: np.ndarray) -> np.ndarray:
+    """Every ``n`` with ``0 <= n <= counts``, shape (prod(counts + 1), G), mixed-radix order."""
+    size = int(np.prod(counts + 1))
+    if size > MAX_CONFIGS:
+        raise OptionError(f"{size:,} worker-count vectors per job: too many to enumerate; use --method sampling "
+                          f"(its gap is certified against the LP bound by `mlsched compare`)", field="--method")
+    grids = np.indices(tuple(int(c) + 1 for c in counts)).reshape(len(counts), -1).T
+    return np.ascontiguousarray(grids, dtype=np.int64)
+
+
+def job_configs(view: HeteroView, i: int, comm: str, split: str = "proportional") -> tuple[np.ndarray, np.ndarray]:
+    """The configurations job ``i`` can run on (size in its range, finite JCT) and their JCTs."""
+    job = view.jobs[i]
+    n = all_vectors(view.counts)
+    k = n.sum(axis=1)
+    n = n[(k >= job.k_range[0]) & (k <= job.k_range[1])]
+    n = n[((n > 0) & (job.rho <= 0)).sum(axis=1) == 0]
+    j = jct(view, job, n, comm, split)
+    keep = np.isfinite(j)
+    return n[keep], j[keep]
+
+
+class JctTable:
+    """``J_i(n)`` for every job and every class-count vector, computed once (vectorized) when the
+    cluster has at most :data:`TABLE_LIMIT` vectors, else memoized per (job, vector)."""
+
+    TABLE_LIMIT = 200_000
+
+    def __init__(self, view: HeteroView, comm: str, split: str = "proportional"):
+        self.view, self.comm, self.split = view, comm, split
+        size = int(np.prod(view.counts + 1))
+        self.radix = np.concatenate([np.cumprod((view.counts + 1)[::-1])[::-1][1:], [1]]).astype(np.int64)
+        self.table: np.ndarray | None = None
+        self.memo: dict[tuple[int, bytes], float] = {}
+        if size <= self.TABLE_LIMIT:
+            vectors = all_vectors(view.counts)
+            self.table = np.vstack([jct(view, job, vectors, comm, split) for job in view.jobs])
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Per-job JCT of ``x`` (shape (S, G))."""
+        if self.table is not None:
+            return self.table[np.arange(self.view.S), x @ self.radix]
+        out = np.empty(self.view.S)
+        for i, job in enumerate(self.view.jobs):
+            key = (i, x[i].tobytes())
+            if key not in self.memo:
+                self.memo[key] = float(jct(self.view, job, x[i:i + 1], self.comm, self.split)[0])
+            out[i] = self.memo[key]
+        return out
+
+
+def evaluate(view: HeteroView, x: np.ndarray, comm: str, split: str = "proportional") -> np.ndarray:
+    """Per-job JCT of the allocation ``x`` (shape (S, G), one class-count vector per job)."""
+    return np.array([float(jct(view, job, x[i:i + 1], comm, split)[0]) for i, job in enumerate(view.jobs)])
+
+
+def decision(view: HeteroView, x: np.ndarray, options: Mapping[str, Any], split: str = "proportional",
+             stats: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The shared vocabulary: ``placement`` (job -> workers per server) and ``extra.batch``
+    (job -> server -> samples per GPU), plus the JCTs and the fairness measures as claims."""
+    x = np.asarray(x, dtype=np.int64)
+    if (x.sum(axis=0) > view.counts).any():
+        raise ValueError("allocation uses more workers of a class than exist")
+    cursor = np.zeros(view.G, dtype=np.int64)
+    placement: dict[str, Any] = {}
+    batches: dict[str, Any] = {}
+    for i, job in enumerate(view.jobs):
+        servers: list[str] = []
+        rho: list[float] = []
+        cap: list[int] = []
+        for c in np.flatnonzero(x[i]):
+            take = view.members[c][cursor[c]:cursor[c] + x[i, c]]
+            cursor[c] += x[i, c]
+            servers += take
+            rho += [float(job.rho[c])] * len(take)
+            cap += [int(job.cap[c])] * len(take)
+        b = batch_split(job, np.array(rho), np.array(cap), split)
+        workers: dict[str, int] = {}
+        per_server: dict[str, list[int]] = {}
+        for name, samples in zip(servers, b):
+            workers[name] = workers.get(name, 0) + 1
+            per_server.setdefault(name, []).append(int(samples))
+        placement[job.id] = {"workers": workers}
+        batches[job.id] = per_server
+    jcts = evaluate(view, x, options["comm"], split)
+    extra: dict[str, Any] = {
+        "batch": batches,
+        "jct_s": {job.id: float(v) for job, v in zip(view.jobs, jcts)},
+        "fairness": fairness(jcts, fair_share_jct(view, options["comm"])),
+    }
+    if stats:
+        extra["stats"] = dict(stats)
+    return {"admitted": [j.id for j in view.jobs], "placement": placement, "extra": extra}

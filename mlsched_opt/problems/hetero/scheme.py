@@ -1,0 +1,215 @@
+"""The categorization + matching-market scheme and its sampling sparsification (spec 003 section 3).
+
+**Reconstruction.**  The paper's body was not available; the scheme below is the spec's
+reconstruction and our design where marked:
+
+* A *category* is a job-size vector ``kappa`` (``K_i >= 1``, ``sum K_i <= K``; idle workers
+  allowed by default, P6).  Every placement lies in exactly one category.
+* Per category, the matching market (:mod:`.market`) picks each job's workers.  Valuation
+  (our design, spec 3.2): the JCT gradient ``Gamma_ic = T_i Pi_i rho_ic / Xhat_i^2`` with
+  ``Xhat_i = K_i rhobar_i`` first, then ``Xhat_i = X_i(W_i)`` for ``R - 1`` more rounds;
+  ``valuation=rho`` is the re-implementation's ``Gamma = rho`` (the P7 trap, a baseline).
+  Candidates are always ranked by the *true* average JCT (P7).
+* Full scheme: every category.  Sampled scheme (section 3.4): ``M`` categories drawn i.i.d.
+  (``uniform`` over all categories by stars and bars, or ``centered`` multinomial around
+  ``w_i ~ sqrt(T_i Pi_i / rhobar_i)``), duplicates dropped, the equal-share category always
+  added.  Then (our design, spec 3.4 "sample, then local search") steepest-descent from the
+  ``starts`` best categories over neighbouring size vectors (move a worker between two jobs,
+  add an idle worker, drop one), with market results cached and capped at ``budget`` solves.
+
+Guarantees: within a category the market allocation maximizes total valuation (Shapley-Shubik),
+and with the gradient valuation at the reference ``Xhat`` this is the first-order optimum of
+the category's JCT; none for the whole scheme, beyond the sampling bound of spec 3.4: if a
+fraction ``phi`` of categories is within ``1 + eps`` of OPT, ``M`` samples miss all of them
+with probability at most ``(1 - phi)^M``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from ...errors import OptionError
+from .configs import JctTable
+from .market import allocate
+from .view import HeteroView
+
+VALUATIONS = ("gradient", "rho")
+DISTRIBUTIONS = ("uniform", "centered")
+#: Refuse full enumeration beyond this many categories.
+MAX_CATEGORIES = 2_000_000
+
+
+@dataclass
+class Market:
+    """Solves categories for one view, caching by size vector and counting market solves."""
+
+    view: HeteroView
+    comm: str = "ring"
+    split: str = "proportional"
+    valuation: str = "gradient"
+    rounds: int = 3
+    engine: str = "auto"
+    solves: int = 0
+    cache: dict[tuple[int, ...], tuple[float, np.ndarray | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        v = self.view
+        self._rho = v.rho()
+        self._gamma_mask = np.where(self._rho > 0, 0.0, -np.inf)
+        self._rhobar = (self._rho * v.counts).sum(axis=1) / v.K
+        self._weight = np.array([j.weight for j in v.jobs])
+        self._jct = JctTable(v, self.comm, self.split)
+
+    def average(self, sizes: Iterable[int]) -> float:
+        return self.solve(sizes)[0]
+
+    def solve(self, sizes: Iterable[int]) -> tuple[float, np.ndarray | None]:
+        """(average JCT, allocation (S, G)) of the best of the ``R`` market rounds; ``inf`` if infeasible."""
+        key = tuple(int(k) for k in sizes)
+        if key in self.cache:
+            return self.cache[key]
+        self.solves += 1
+        kappa = np.array(key, dtype=np.int64)
+        best: tuple[float, np.ndarray | None] = (math.inf, None)
+        xhat = kappa * self._rhobar
+        for _ in range(self.rounds if self.valuation == "gradient" else 1):
+            if self.valuation == "gradient":
+                gamma = (self._weight / xhat ** 2)[:, None] * self._rho
+            else:
+                gamma = self._rho.copy()
+            x = allocate(gamma + self._gamma_mask, kappa, self.view.counts, self.engine)
+            if x is None:
+                break
+            avg = float(self._jct(x).mean())
+            if avg < best[0]:
+                best = (avg, x)
+            xhat = (x * self._rho).sum(axis=1)
+        self.cache[key] = best
+        return best
+
+
+# ----- categories -------------------------------------------------------------------------------
+
+def size_bounds(view: HeteroView) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.array([j.k_range[0] for j in view.jobs])
+    hi = np.array([min(j.k_range[1], int(view.counts[j.rho > 0].sum())) for j in view.jobs])
+    return lo, hi
+
+
+def count_categories(view: HeteroView, idle: bool = True) -> int:
+    """``C(K, S)`` with idle workers, ``C(K-1, S-1)`` without (size ranges ignored)."""
+    return math.comb(view.K, view.S) if idle else math.comb(view.K - 1, view.S - 1)
+
+
+def enumerate_categories(view: HeteroView, idle: bool = True) -> Iterable[tuple[int, ...]]:
+    """Every size vector within the jobs' ranges, summing to at most (or exactly) ``K``."""
+    total = count_categories(view, idle)
+    if total > MAX_CATEGORIES:
+        raise OptionError(f"{total:,} categories: too many to enumerate; use --method sampling", field="--method")
+    lo, hi = size_bounds(view)
+    k = view.K
+
+    def rec(i: int, left: int) -> Iterable[tuple[int, ...]]:
+        if i == view.S:
+            if idle or left == 0:
+                yield ()
+            return
+        rest_min = int(lo[i + 1:].sum())
+        for size in range(int(lo[i]), min(int(hi[i]), left - rest_min) + 1):
+            for tail in rec(i + 1, left - size):
+                yield (size, *tail)
+
+    yield from rec(0, k)
+
+
+def equal_share(view: HeteroView) -> tuple[int, ...]:
+    """About ``K/S`` workers per job (the remainder to the heaviest jobs), clipped to the ranges."""
+    lo, hi = size_bounds(view)
+    base, extra = divmod(view.K, view.S)
+    order = np.argsort(-np.array([j.weight for j in view.jobs]), kind="stable")
+    sizes = np.full(view.S, base, dtype=np.int64)
+    sizes[order[:extra]] += 1
+    return tuple(int(s) for s in np.clip(sizes, lo, hi))
+
+
+def sample_categories(view: HeteroView, m: int, rng: np.random.Generator, distribution: str = "uniform",
+                      idle: bool = True) -> list[tuple[int, ...]]:
+    """``m`` i.i.d. draws (duplicates and out-of-range draws dropped), in draw order."""
+    lo, hi = size_bounds(view)
+    k, s = view.K, view.S
+    out: dict[tuple[int, ...], None] = {}
+    if distribution == "centered":
+        rhobar = (view.rho() * view.counts).sum(axis=1) / k
+        w = np.sqrt(np.array([j.weight for j in view.jobs]) / np.maximum(rhobar, 1e-300))
+        w = w / w.sum()
+    for _ in range(m):
+        if distribution == "centered":
+            sizes = 1 + rng.multinomial(k - s, w)
+        elif idle:
+            cuts = np.sort(rng.choice(np.arange(1, k + 1), size=s, replace=False))
+            sizes = np.diff(np.concatenate([[0], cuts]))
+        else:
+            cuts = np.sort(rng.choice(np.arange(1, k), size=s - 1, replace=False))
+            sizes = np.diff(np.concatenate([[0], cuts, [k]]))
+        if (sizes >= lo).all() and (sizes <= hi).all():
+            out[tuple(int(v) for v in sizes)] = None
+    return list(out)
+
+
+def default_samples(view: HeteroView, idle: bool = True) -> int:
+    """Spec 3.4's default ``M = min(50, 0.1 |C|)`` (at least 1)."""
+    return max(1, min(50, int(0.1 * count_categories(view, idle))))
+
+
+def neighbours(sizes: tuple[int, ...], view: HeteroView, idle: bool) -> Iterable[tuple[int, ...]]:
+    lo, hi = size_bounds(view)
+    total = sum(sizes)
+    for i, j in itertools.permutations(range(len(sizes)), 2):
+        if sizes[i] > lo[i] and sizes[j] < hi[j]:
+            n = list(sizes)
+            n[i] -= 1
+            n[j] += 1
+            yield tuple(n)
+    if idle:
+        for i in range(len(sizes)):
+            if total < view.K and sizes[i] < hi[i]:
+                yield sizes[:i] + (sizes[i] + 1,) + sizes[i + 1:]
+            if sizes[i] > lo[i]:
+                yield sizes[:i] + (sizes[i] - 1,) + sizes[i + 1:]
+
+
+def local_search(market: Market, starts: list[tuple[int, ...]], budget: int, idle: bool = True) -> tuple[int, ...]:
+    """Steepest descent over neighbouring size vectors from each start, within ``budget`` market solves."""
+    best = min(starts, key=market.average)
+    for start in starts:
+        current = start
+        while market.solves < budget:
+            candidates = list(neighbours(current, market.view, idle))
+            values = []
+            for c in candidates:
+                if market.solves >= budget and c not in market.cache:
+                    continue
+                values.append((market.average(c), c))
+            if not values:
+                break
+            value, nxt = min(values)
+            if value >= market.average(current) - 1e-12:
+                break
+            current = nxt
+        if market.average(current) < market.average(best):
+            best = current
+    return best
+
+
+def best_category(market: Market, categories: Iterable[tuple[int, ...]]) -> tuple[int, ...] | None:
+    best, value = None, math.inf
+    for sizes in categories:
+        v = market.average(sizes)
+        if v < value:
+            best, value = sizes, v
+    return best

@@ -1,0 +1,163 @@
+"""The hetero family's view of an instance: GPU workers grouped into classes, and per-job speed.
+
+Spec ``papers/003_hetero_sampling.md`` section 1 (a reconstruction; implemented as our design).
+A worker is one GPU.  Workers with the same GPU model and link bandwidth are interchangeable
+for every job, so they form a *class*; ``counts[c]`` workers of class ``c`` exist.  A job sees:
+
+* ``rho[c]``: samples/s of the job alone on one GPU of class ``c`` (0 = the job cannot use it),
+  from ``jobs[i].data_parallel.samples_per_s`` or the catalog's measured 1-GPU throughput;
+* ``batch`` (``global_batch_size``, Pi) and ``iterations`` (``work.iterations``, T);
+* ``comm_gbit`` (D, from ``gradient_mb``) or ``comm_s`` (D / r given directly);
+* ``cap[c]``: the memory cap (C4) in samples per GPU (``max_local_batch``), or a huge number;
+* ``k_range``: the job-size range (C2) from ``jobs[i].workers``.
+
+A worker's link bandwidth ``r_k`` is its server's ``capacity.bandwidth_gbps`` when given, else
+the cluster's ``inter_server_bandwidth_gbps`` [our design: the spec has one ``r_k`` per worker
+and no topology].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InstanceError
+from ...io.instance import Instance, Job
+
+NO_CAP = 1 << 40
+
+
+@dataclass(frozen=True)
+class WorkerClass:
+    gpu_model: str
+    bandwidth_gbps: float
+
+    @property
+    def label(self) -> str:
+        return self.gpu_model if not np.isfinite(self.bandwidth_gbps) else f"{self.gpu_model}@{self.bandwidth_gbps:g}G"
+
+
+@dataclass(frozen=True)
+class HeteroJob:
+    index: int
+    id: str
+    rho: np.ndarray
+    batch: int
+    iterations: float
+    comm_gbit: float | None
+    comm_s: float | None
+    cap: np.ndarray
+    k_range: tuple[int, int]
+
+    @property
+    def weight(self) -> float:
+        """``T Pi``: the job's JCT is ``weight / X`` plus communication."""
+        return self.iterations * self.batch
+
+
+@dataclass(frozen=True)
+class HeteroView:
+    """Classes, their workers (server names, one entry per GPU) and the jobs."""
+
+    instance: Instance
+    classes: tuple[WorkerClass, ...]
+    counts: np.ndarray
+    members: tuple[tuple[str, ...], ...]
+    jobs: tuple[HeteroJob, ...]
+
+    @property
+    def G(self) -> int:
+        return len(self.classes)
+
+    @property
+    def K(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def S(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def bandwidth(self) -> np.ndarray:
+        return np.array([c.bandwidth_gbps for c in self.classes])
+
+    def rho(self) -> np.ndarray:
+        """Throughputs, shape (jobs, classes)."""
+        return np.array([j.rho for j in self.jobs]).reshape(self.S, self.G)
+
+    def worker_class(self) -> np.ndarray:
+        """Class of each worker, workers ordered class by class."""
+        return np.repeat(np.arange(self.G), self.counts)
+
+
+def hetero_view(instance: Instance) -> HeteroView:
+    """Build the view; names the file and field of anything missing."""
+    file = instance.file
+    default_bw = instance.inter_server_bandwidth_gbps
+    members: dict[WorkerClass, list[str]] = {}
+    for s in instance.servers:
+        gpus = s.capacity.get("gpu", 0.0)
+        if gpus <= 0 or not s.hosts("worker"):
+            continue
+        where = f"cluster.servers[{_group_index(instance, s.group)}]"
+        if gpus != int(gpus):
+            raise InstanceError(f"problem 'hetero' places whole GPUs; capacity.gpu = {gpus:g} is fractional", file, f"{where}.capacity.gpu")
+        if s.gpu_model is None:
+            raise InstanceError("problem 'hetero' needs each GPU server's gpu_model (K80, P100, V100, ...)", file, f"{where}.gpu_model")
+        bw = s.capacity.get("bandwidth_gbps", default_bw)
+        if bw is None:
+            bw = float("inf")
+        members.setdefault(WorkerClass(s.gpu_model, float(bw)), []).extend([s.name] * int(gpus))
+    if not members:
+        raise InstanceError("problem 'hetero' needs servers with GPUs (capacity.gpu) that may host workers", file, "cluster.servers")
+    classes = tuple(sorted(members, key=lambda c: (c.gpu_model, c.bandwidth_gbps)))
+    counts = np.array([len(members[c]) for c in classes], dtype=np.int64)
+    jobs = tuple(_job(instance, job, classes, int(counts.sum())) for job in instance.jobs)
+    return HeteroView(instance, classes, counts, tuple(tuple(members[c]) for c in classes), jobs)
+
+
+def _group_index(instance: Instance, group: str) -> int:
+    return next(i for i, g in enumerate(instance.document["cluster"]["servers"]) if g["name"] == group)
+
+
+def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: int) -> HeteroJob:
+    file, path = instance.file, job.path
+    spec = job.data_parallel or {}
+    if job.global_batch_size is None:
+        raise InstanceError("problem 'hetero' needs the global batch Pi (samples per iteration)", file, f"{path}.global_batch_size")
+    iterations = job.iterations
+    if iterations is None:
+        raise InstanceError("problem 'hetero' needs the number of iterations T (work = {iterations = T})", file, f"{path}.work")
+    if job.worker_demand.get("gpu", 1.0) != 1.0:
+        raise InstanceError("problem 'hetero' runs one worker per GPU; set demand.worker.gpu = 1", file, f"{path}.demand.worker.gpu")
+    given = spec.get("samples_per_s", {})
+    rho = np.zeros(len(classes))
+    for c, cls in enumerate(classes):
+        if job.gpu_models is not None and cls.gpu_model not in job.gpu_models:
+            continue
+        if cls.gpu_model in given:
+            rho[c] = float(given[cls.gpu_model])
+        elif job.workload is not None:
+            rho[c] = job.workload.throughput_samples_per_s(cls.gpu_model) or 0.0
+    if not rho.any():
+        models = sorted({c.gpu_model for c in classes})
+        raise InstanceError(f"no throughput for any GPU model of the cluster ({', '.join(models)}): give data_parallel.samples_per_s "
+                            "or a catalog model measured on them", file, f"{path}.data_parallel.samples_per_s")
+    comm_s = spec.get("comm_s")
+    comm_gbit = None
+    if comm_s is None:
+        gradient = spec.get("gradient_mb") or (job.workload.gradient_mb if job.workload else None)
+        if gradient is None:
+            raise InstanceError("problem 'hetero' needs the gradient size (data_parallel.gradient_mb, a catalog model with size, "
+                                "or data_parallel.comm_s)", file, f"{path}.data_parallel.gradient_mb")
+        comm_gbit = float(gradient) * 8.0 / 1000.0
+        if instance.inter_server_bandwidth_gbps is None and any(
+                "bandwidth_gbps" not in s.capacity for s in instance.servers if s.capacity.get("gpu", 0) > 0):
+            raise InstanceError("the ring all-reduce term needs each GPU server's link bandwidth (capacity.bandwidth_gbps) "
+                                "or cluster.inter_server_bandwidth_gbps, or data_parallel.comm_s per job", file, "cluster.inter_server_bandwidth_gbps")
+    caps = spec.get("max_local_batch", {})
+    cap = np.array([caps.get(c.gpu_model, NO_CAP) for c in classes], dtype=np.int64)
+    hi = min(job.workers.hi, total)
+    return HeteroJob(job.index, job.id, rho, int(job.global_batch_size), float(iterations), comm_gbit,
+                     None if comm_s is None else float(comm_s), cap, (max(1, job.workers.lo), hi))
