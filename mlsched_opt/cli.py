@@ -113,17 +113,23 @@ def validate(ctx: click.Context, file: str) -> int:
 @click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
 @click.option("--method", default="exact", show_default=True, help="exact, or an algorithm of the family (see `mlsched info`).")
 @solver_options
+@click.option("--samples", type=int, default=None, metavar="M", help="Shorthand for --set samples=M (sampling methods).")
 @click.option("--out", "out", default=None, metavar="SOLUTION.json", help="Write the solution file here.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.pass_context
-def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, out, as_json) -> int:
+def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, samples, out, as_json) -> int:
     """Solve an instance FILE with one method; the answer is checked independently."""
     from .checking import check_solution
 
     inst = _load(file, ctx.obj["catalog"])
     family = _family_for(inst, problem)
     family.method(method)
-    options = family.parse_options(_parse_sets(sets))
+    raw = _parse_sets(sets)
+    if samples is not None:
+        if "samples" not in {o.name for o in family.options}:
+            raise OptionError(f"--samples applies to families with a sampling method; {family.name} has none", field="--samples")
+        raw["samples"] = str(samples)
+    options = family.parse_options(raw)
     sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed), options)
     check = check_solution(inst, sol) if sol.decision is not None else None
     if out:

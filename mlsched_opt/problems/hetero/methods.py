@@ -16,7 +16,7 @@ from .baselines import greedy, random_placement
 from .configs import decision
 from .oracles import brute_force, variant_a
 from .scheme import (Market, best_category, count_categories, default_samples, enumerate_categories, equal_share,
-                     local_search, sample_categories)
+                     local_search, sample_categories, size_bounds)
 from .view import HeteroView, hetero_view
 
 MARKET_GUARANTEE = ("per category, the market allocation maximizes total valuation (Shapley-Shubik); the full scheme "
@@ -52,9 +52,17 @@ def _finish(view: HeteroView, x: np.ndarray | None, options: Mapping[str, Any], 
     return MethodResult(report, dec)
 
 
+def _placeable(view: HeteroView) -> bool:
+    """Whether some category exists (every job its minimum size, on GPUs it can use)."""
+    lo, hi = size_bounds(view)
+    return bool((lo <= hi).all() and lo.sum() <= view.K)
+
+
 def run_market(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
+    if not _placeable(view):
+        return _finish(view, None, options, "market", start)
     market = _market(view, options)
     best = best_category(market, enumerate_categories(view, options["idle"] == "allow"))
     x = None if best is None else market.solve(best)[1]
@@ -62,6 +70,8 @@ def run_market(instance: Instance, options: Mapping[str, Any], solve_options: So
 
 
 def _sampled(view: HeteroView, options: Mapping[str, Any], seed: int, split: str) -> tuple[np.ndarray | None, dict[str, Any]]:
+    if not _placeable(view):
+        return None, {}
     idle = options["idle"] == "allow"
     m = options["samples"] or default_samples(view, idle)
     if m < 0 or options["budget"] < 0 or options["starts"] < 1:
@@ -97,25 +107,28 @@ def run_no_balance(instance: Instance, options: Mapping[str, Any], solve_options
 def run_equal_share(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    return _finish(view, _market(view, options).solve(equal_share(view))[1], options, "equal-share", start)
+    x = _market(view, options).solve(equal_share(view))[1] if _placeable(view) else None
+    return _finish(view, x, options, "equal-share", start)
 
 
 def run_greedy(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    return _finish(view, greedy(view), options, "greedy", start)
+    return _finish(view, greedy(view) if _placeable(view) else None, options, "greedy", start)
 
 
 def run_random(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    x = random_placement(view, np.random.default_rng(solve_options.seed))
+    x = random_placement(view, np.random.default_rng(solve_options.seed)) if _placeable(view) else None
     return _finish(view, x, {**options, "seed": solve_options.seed}, "random", start)
 
 
 def run_bundles(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
+    if not _placeable(view):
+        return _finish(view, None, options, "bundles", start)
     x, seen = variant_a(view, options["comm"], "mm" if options["engine"] == "mm" else "hungarian")
     return _finish(view, x, options, "bundles", start, stats={"bundle_categories": seen}, exhaustive=True)
 
@@ -123,4 +136,5 @@ def run_bundles(instance: Instance, options: Mapping[str, Any], solve_options: S
 def run_brute(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    return _finish(view, brute_force(view, options["comm"]), options, "brute-force", start, exhaustive=True)
+    x = brute_force(view, options["comm"]) if _placeable(view) else None
+    return _finish(view, x, options, "brute-force", start, exhaustive=True)

@@ -56,8 +56,9 @@ def bundle_categories(vectors: np.ndarray, counts: np.ndarray, s: int) -> Iterat
     yield from rec(0, np.asarray(counts), s)
 
 
-def variant_a(view: HeteroView, comm: str, engine: str = "hungarian") -> tuple[np.ndarray, int]:
-    """OPT by bundle categories: the allocation (S, G) and the number of categories solved."""
+def variant_a(view: HeteroView, comm: str, engine: str = "hungarian") -> tuple[np.ndarray | None, int]:
+    """OPT by bundle categories: the allocation (S, G) (``None`` if none is feasible) and the
+    number of categories solved."""
     vectors, table = jct_table(view, comm)
     best, value, seen = None, np.inf, 0
     for category in bundle_categories(vectors, view.counts, view.S):
@@ -82,13 +83,11 @@ def variant_a(view: HeteroView, comm: str, engine: str = "hungarian") -> tuple[n
         if total < value:
             value = total
             best = vectors[np.array(category)[cols]]
-    if best is None:
-        raise OptionError("no bundle category is feasible", field="--method")
     return best, seen
 
 
-def brute_force(view: HeteroView, comm: str) -> np.ndarray:
-    """OPT over every assignment of every GPU to a job or to nobody (test oracle)."""
+def brute_force(view: HeteroView, comm: str) -> np.ndarray | None:
+    """OPT over every assignment of every GPU to a job or to nobody (test oracle); ``None`` if none is feasible."""
     k, s = view.K, view.S
     if (s + 1) ** k > MAX_BRUTE_FORCE:
         raise OptionError(f"brute force needs {(s + 1) ** k:,} assignments ((S+1)^K); it is a test oracle for K <= 10",
@@ -110,9 +109,7 @@ def brute_force(view: HeteroView, comm: str) -> np.ndarray:
         arg = int(np.argmin(total))
         if total[arg] < value:
             value, best = total[arg], counts[arg]
-    if best is None or not np.isfinite(value):
-        raise OptionError("no assignment gives every job a worker set it can run on", field="--method")
-    return best
+    return best if np.isfinite(value) else None
 
 
 def _chunks(it, size: int):

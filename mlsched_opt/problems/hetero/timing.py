@@ -75,14 +75,14 @@ def _proportional_time(job: HeteroJob, n: np.ndarray, rho: np.ndarray, used: np.
     pi = job.batch
     capped = np.minimum(job.cap, pi).astype(float)
     x = (n * rho).sum(axis=1)
-    lo = pi / np.maximum(x, 1e-300)
-    # f(lo + 1/rho_min) >= Pi without caps; f(max cap/rho) = sum n cap >= Pi with them
-    hi = np.minimum(lo + np.where(used, 1.0 / rho, 0.0).max(axis=1),
-                    np.where(used, capped / rho, 0.0).max(axis=1))
-    hi = np.maximum(hi, lo)
-
+    lo = pi / np.where(x > 0, x, np.inf)  # empty rows get 0 here and inf from the caller
     def filled(t: np.ndarray) -> np.ndarray:
         return (n * np.minimum(capped, np.floor(t[:, None] * rho * (1 + 1e-12)))).sum(axis=1)
+
+    # f(lo + 1/rho_min) >= Pi unless caps bind; f(max cap/rho) = sum n cap >= Pi always (when feasible)
+    near = lo + np.where(used, 1.0 / rho, 0.0).max(axis=1)
+    hi = np.where(filled(near) >= pi, near, np.where(used, capped / rho, 0.0).max(axis=1))
+    hi = np.maximum(hi, lo)
 
     lo = lo * (1 - 1e-12)
     for _ in range(64):
