@@ -383,3 +383,19 @@ def test_every_vector_is_enumerated_once():
     counts = np.array([2, 0, 3])
     v = all_vectors(counts)
     assert len(v) == 12 and len({tuple(r) for r in v}) == 12 and (v <= counts).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_fast_integer_split_equals_water_filling_by_bisection(seed):
+    from mlsched_opt.problems.hetero.timing import _capped_time
+
+    rng = np.random.default_rng(seed)
+    g = int(rng.integers(1, 4))
+    job = _job(rng.uniform(1, 2000, size=g).round(3), batch=int(rng.integers(1, 9000)))
+    n = rng.integers(0, 6, size=(20, g))
+    n = n[n.sum(axis=1) > 0]
+    used = n > 0
+    x = (n * job.rho).sum(axis=1)
+    slow = _capped_time(job.batch, n, job.rho, np.minimum(job.cap, job.batch).astype(float), used, job.batch / x)
+    assert compute_time(job, n) == pytest.approx(slow, rel=1e-12)

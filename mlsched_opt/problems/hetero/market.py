@@ -118,24 +118,24 @@ def allocate(gamma: np.ndarray, sizes: np.ndarray, counts: np.ndarray, engine: s
         return _transport(gamma, sizes, counts)
     rows = np.repeat(np.arange(len(sizes)), sizes)
     cols = np.repeat(np.arange(len(counts)), counts)
-    k = int(counts.sum())
-    square = np.zeros((k, k))
-    square[:len(rows)] = gamma[rows][:, cols]
-    ok = np.isfinite(square)
+    x = np.zeros((len(sizes), len(counts)), dtype=np.int64)
     if engine == "mm":
-        finite = np.where(ok, square, 0.0)
-        ints = integer_values(finite)
+        k = int(counts.sum())
+        square = np.zeros((k, k))  # zero-valuation dummies make the market square (P8)
+        square[:len(rows)] = gamma[rows][:, cols]
+        ok = np.isfinite(square)
+        ints = integer_values(np.where(ok, square, 0.0))
         low = int(ints.min()) - k * int(np.ptp(ints) + 1) - 1
         owner = clear_market(np.where(ok, ints, low)).owner
+        real = owner < len(rows)
+        slot, worker = owner[real], np.flatnonzero(real)
     else:
-        _, owner_cols = linear_sum_assignment(np.where(ok, square, _FORBIDDEN), maximize=True)
-        owner = np.empty(k, dtype=np.int64)
-        owner[owner_cols] = np.arange(k)
-    x = np.zeros((len(sizes), len(counts)), dtype=np.int64)
-    real = owner < len(rows)
-    if not ok[owner[real], np.flatnonzero(real)].all():
+        # the dummies' zero row changes nothing for the assignment solver: solve the rectangle
+        value = gamma[rows][:, cols]
+        slot, worker = linear_sum_assignment(np.where(np.isfinite(value), value, _FORBIDDEN), maximize=True)
+    if not np.isfinite(gamma[rows[slot], cols[worker]]).all():
         return None
-    np.add.at(x, (rows[owner[real]], cols[real]), 1)
+    np.add.at(x, (rows[slot], cols[worker]), 1)
     return x
 
 

@@ -54,6 +54,7 @@ class Market:
     valuation: str = "gradient"
     rounds: int = 3
     engine: str = "auto"
+    table: JctTable | None = None
     solves: int = 0
     cache: dict[tuple[int, ...], tuple[float, np.ndarray | None]] = field(default_factory=dict)
 
@@ -63,7 +64,7 @@ class Market:
         self._gamma_mask = np.where(self._rho > 0, 0.0, -np.inf)
         self._rhobar = (self._rho * v.counts).sum(axis=1) / v.K
         self._weight = np.array([j.weight for j in v.jobs])
-        self._jct = JctTable(v, self.comm, self.split)
+        self.jct_table = self.table if self.table is not None else JctTable(v, self.comm, self.split)
 
     def average(self, sizes: Iterable[int]) -> float:
         return self.solve(sizes)[0]
@@ -85,7 +86,9 @@ class Market:
             x = allocate(gamma + self._gamma_mask, kappa, self.view.counts, self.engine)
             if x is None:
                 break
-            avg = float(self._jct(x).mean())
+            if best[1] is not None and np.array_equal(x, best[1]):
+                break  # a fixed point: further rounds would return the same allocation
+            avg = float(self.jct_table(x).mean())
             if avg < best[0]:
                 best = (avg, x)
             xhat = (x * self._rho).sum(axis=1)
@@ -166,44 +169,63 @@ def default_samples(view: HeteroView, idle: bool = True) -> int:
     return max(1, min(50, int(0.1 * count_categories(view, idle))))
 
 
-def neighbours(sizes: tuple[int, ...], view: HeteroView, idle: bool) -> Iterable[tuple[int, ...]]:
+def neighbours(sizes: tuple[int, ...], view: HeteroView, idle: bool, step: int = 1) -> Iterable[tuple[int, ...]]:
+    """Size vectors ``step`` workers away: move them between two jobs, or add or drop idle ones."""
     lo, hi = size_bounds(view)
     total = sum(sizes)
     for i, j in itertools.permutations(range(len(sizes)), 2):
-        if sizes[i] > lo[i] and sizes[j] < hi[j]:
+        if sizes[i] - step >= lo[i] and sizes[j] + step <= hi[j]:
             n = list(sizes)
-            n[i] -= 1
-            n[j] += 1
+            n[i] -= step
+            n[j] += step
             yield tuple(n)
     if idle:
         for i in range(len(sizes)):
-            if total < view.K and sizes[i] < hi[i]:
-                yield sizes[:i] + (sizes[i] + 1,) + sizes[i + 1:]
-            if sizes[i] > lo[i]:
-                yield sizes[:i] + (sizes[i] - 1,) + sizes[i + 1:]
+            if total + step <= view.K and sizes[i] + step <= hi[i]:
+                yield sizes[:i] + (sizes[i] + step,) + sizes[i + 1:]
+            if sizes[i] - step >= lo[i]:
+                yield sizes[:i] + (sizes[i] - step,) + sizes[i + 1:]
 
 
-def local_search(market: Market, starts: list[tuple[int, ...]], budget: int, idle: bool = True) -> tuple[int, ...]:
-    """Steepest descent over neighbouring size vectors from each start, within ``budget`` market solves."""
+def local_search(market: Market, starts: list[tuple[int, ...]], budget: int, idle: bool = True, first: bool = False) -> tuple[int, ...]:
+    """Variable-neighbourhood descent from each start, within ``budget`` market solves.
+
+    Steepest descent over moves of 1 worker; when none improves, moves of 2, 4, 8, ... workers
+    (so that a job can jump far from a poor start, e.g. to the 20 GPUs a heavy job needs), back
+    to 1 after every improvement.  Our design (spec 3.4 sketches single-worker moves only).
+    """
     best = min(starts, key=market.average)
     for start in starts:
-        current = start
-        while market.solves < budget:
-            candidates = list(neighbours(current, market.view, idle))
-            values = []
-            for c in candidates:
+        current, step = start, 1
+        while market.solves < budget and step <= market.view.K:
+            here = market.average(current)
+            better = None
+            for c in neighbours(current, market.view, idle, step):
                 if market.solves >= budget and c not in market.cache:
                     continue
-                values.append((market.average(c), c))
-            if not values:
-                break
-            value, nxt = min(values)
-            if value >= market.average(current) - 1e-12:
-                break
-            current = nxt
+                value = market.average(c)
+                if value < here - 1e-12 and (better is None or value < better[0]):
+                    better = (value, c)
+                    if first:
+                        break
+            if better is not None:
+                current, step = better[1], 1
+            else:
+                step *= 2
         if market.average(current) < market.average(best):
             best = current
     return best
+
+
+def proportional_anchor(view: HeteroView) -> tuple[int, ...]:
+    """Sizes ``~ K w_i`` with ``w_i ~ sqrt(T_i Pi_i / rhobar_i)``: the continuous optimum with
+    communication ignored (spec 3.4, the centre of the ``centered`` distribution)."""
+    lo, hi = size_bounds(view)
+    rhobar = (view.rho() * view.counts).sum(axis=1) / view.K
+    w = np.sqrt(np.array([j.weight for j in view.jobs]) / np.maximum(rhobar, 1e-300))
+    extra = view.K - int(lo.sum())
+    sizes = lo + np.floor(extra * w / w.sum()).astype(np.int64)
+    return tuple(int(s) for s in np.clip(sizes, lo, hi))
 
 
 def best_category(market: Market, categories: Iterable[tuple[int, ...]]) -> tuple[int, ...] | None:

@@ -73,9 +73,34 @@ def compute_time(job: HeteroJob, n: np.ndarray, split: str = "proportional") -> 
 
 def _proportional_time(job: HeteroJob, n: np.ndarray, rho: np.ndarray, used: np.ndarray) -> np.ndarray:
     pi = job.batch
-    capped = np.minimum(job.cap, pi).astype(float)
+    capped = np.minimum(job.cap, pi)
     x = (n * rho).sum(axis=1)
     lo = pi / np.where(x > 0, x, np.inf)  # empty rows get 0 here and inf from the caller
+    # floor(Pi rho / X) per worker, then the remaining r < K samples one by one to the worker
+    # whose time grows least: the r-th smallest of the candidates (base_c + j) / rho_c (n_c copies
+    # each).  Exact, and no candidate level beyond ceil(rho_max / rho_min) + 1 can be needed.
+    base = np.floor(lo[:, None] * rho * (1 + 1e-12)).astype(np.int64)
+    r = pi - (n * base).sum(axis=1)
+    eligible = job.rho[job.rho > 0]
+    levels = int(np.ceil(eligible.max() / eligible.min())) + 2
+    j = np.arange(1, levels + 1)
+    binding = ((n > 0) & (job.cap < pi) & (base + levels > capped)).any(axis=1)
+    value = (base[:, :, None] + j) / rho[None, :, None]                       # (M, G, J)
+    weight = np.broadcast_to(n[:, :, None], value.shape)
+    flat_v, flat_w = value.reshape(len(n), -1), weight.reshape(len(n), -1)
+    order = np.argsort(flat_v, axis=1, kind="stable")
+    cum = np.cumsum(np.take_along_axis(flat_w, order, axis=1), axis=1)
+    pick = np.minimum((cum < np.maximum(r, 1)[:, None]).sum(axis=1), flat_v.shape[1] - 1)
+    v_r = np.take_along_axis(flat_v, order, axis=1)[np.arange(len(n)), pick]
+    floor_time = np.where(used, base / rho, 0.0).max(axis=1)
+    out = np.where(r > 0, np.maximum(floor_time, v_r), floor_time)
+    if binding.any():
+        out[binding] = _capped_time(pi, n[binding], rho, capped.astype(float), used[binding], lo[binding])
+    return out
+
+
+def _capped_time(pi: int, n: np.ndarray, rho: np.ndarray, capped: np.ndarray, used: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Water-filling under memory caps (P3): the smallest ``t`` with ``sum n min(cap, floor(t rho)) >= Pi``, by bisection."""
     def filled(t: np.ndarray) -> np.ndarray:
         return (n * np.minimum(capped, np.floor(t[:, None] * rho * (1 + 1e-12)))).sum(axis=1)
 
@@ -83,7 +108,6 @@ def _proportional_time(job: HeteroJob, n: np.ndarray, rho: np.ndarray, used: np.
     near = lo + np.where(used, 1.0 / rho, 0.0).max(axis=1)
     hi = np.where(filled(near) >= pi, near, np.where(used, capped / rho, 0.0).max(axis=1))
     hi = np.maximum(hi, lo)
-
     lo = lo * (1 - 1e-12)
     for _ in range(64):
         mid = 0.5 * (lo + hi)
