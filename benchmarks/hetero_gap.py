@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from mlsched_opt.bench.files import pyplot, read_rows, write_rows
+from mlsched_opt.bench.files import read_rows, save_figure, subplots, write_rows
 from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document
 from mlsched_opt.problems import GenerateSpec, get_family
@@ -98,10 +98,10 @@ def summarize(rows: list[dict]) -> None:
 
 
 def plot(rows: list[dict], out: Path) -> None:
-    plt = pyplot()
-    if plt is None:
+    made = subplots()
+    if made is None:
         return
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (a, b) = made
     for g in sorted({int(r["gpus"]) for r in rows}):
         xs, ys = [], []
         for m in PURE_M:
@@ -122,9 +122,7 @@ def plot(rows: list[dict], out: Path) -> None:
     b.set_xticks(range(len(methods)), methods, rotation=45, ha="right", fontsize=7)
     b.set_ylabel("mean Jain index over slowdowns")
     b.set_ylim(0, 1)
-    fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=120)
-    print(f"plot: {out.with_suffix('.png')}")
+    save_figure(fig, out)
 
 
 def main(argv: list[str] | None = None) -> None:

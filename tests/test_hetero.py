@@ -121,7 +121,8 @@ def test_toy_variant_a_market_trace():
     assert cleared.rounds == 13
     assert cleared.prices.tolist() == [13, 0]
     assert cleared.owner.tolist() == [1, 0]  # B <- {VK}, A <- {P}: 5.6 beats the other orientation's 5.7
-    x, seen = variant_a(view, "ring", engine="mm")
+    x, seen, complete = variant_a(view, "ring", engine="mm")
+    assert complete
     assert seen == 6
     assert per_iteration_sum(view, x) == pytest.approx(5.0)
 
@@ -238,8 +239,8 @@ def test_variant_a_equals_configuration_ilp_equals_brute_force(seed):
     view = hetero_view(inst)
     highs = FAMILY.run(inst, "exact", EXACT).report
     cpsat = FAMILY.run(inst, "exact", SolveOptions(solver="cpsat", gap=0.0, time_limit=60)).report
-    bundles, _ = variant_a(view, "ring")
-    brute = brute_force(view, "ring")
+    bundles, _, _ = variant_a(view, "ring")
+    brute, _ = brute_force(view, "ring")
     table = JctTable(view, "ring")
     assert highs.status == cpsat.status == "optimal"
     assert cpsat.objective == pytest.approx(highs.objective, rel=1e-9)
@@ -399,3 +400,13 @@ def test_fast_integer_split_equals_water_filling_by_bisection(seed):
     x = (n * job.rho).sum(axis=1)
     slow = _capped_time(job.batch, n, job.rho, np.minimum(job.cap, job.batch).astype(float), used, job.batch / x)
     assert compute_time(job, n) == pytest.approx(slow, rel=1e-12)
+
+
+def test_enumerations_stop_at_the_time_limit():
+    inst = small_instance(1, servers=4, gpus=4, jobs=5)  # 4368 categories
+    sol = FAMILY.run(inst, "market", SolveOptions(time_limit=0.05))
+    stats = sol.decision["extra"]["stats"]
+    assert stats["time_limit_reached"] and stats["categories"] < 4368
+    assert sol.report.status == "feasible" and check_solution(inst, sol).feasible
+    small = load_instance(TOY)
+    assert FAMILY.run(small, "bundles", SolveOptions(time_limit=1e-9)).report.status != "optimal"

@@ -30,3 +30,17 @@ def pyplot():
         print("matplotlib not installed (pip install '.[plot]'); no figure", file=sys.stderr)
         return None
     return plt
+
+
+def subplots(ncols: int = 2, figsize: tuple[float, float] = (11, 4)):
+    """``(fig, axes)`` on the file backend, or None when matplotlib is absent."""
+    plt = pyplot()
+    return None if plt is None else plt.subplots(1, ncols, figsize=figsize)
+
+
+def save_figure(fig, out: Path) -> None:
+    """Save next to the CSV (same name, ``.png``) and say where."""
+    path = Path(out).with_suffix(".png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot: {path}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any, Callable, Mapping
 
@@ -31,10 +32,11 @@ FINALISTS = 10
 Runner = Callable[[Instance, Mapping[str, Any], SolveOptions], MethodResult]
 
 
-def _market(view: HeteroView, options: Mapping[str, Any], split: str = "proportional", table: JctTable | None = None) -> Market:
+def _market(view: HeteroView, options: Mapping[str, Any], split: str = "proportional", table: JctTable | None = None,
+            deadline: float = math.inf) -> Market:
     if options["rounds"] < 1:
         raise OptionError(f"rounds must be >= 1, got {options['rounds']}", field="--set rounds")
-    return Market(view, options["comm"], split, options["valuation"], options["rounds"], options["engine"], table)
+    return Market(view, options["comm"], split, options["valuation"], options["rounds"], options["engine"], table, deadline)
 
 
 def _finish(view: HeteroView, x: np.ndarray | None, options: Mapping[str, Any], name: str, start: float,
@@ -66,13 +68,15 @@ def run_market(instance: Instance, options: Mapping[str, Any], solve_options: So
     view = hetero_view(instance)
     if not _placeable(view):
         return _finish(view, None, options, "market", start)
-    market = _market(view, options)
+    market = _market(view, options, deadline=start + solve_options.time_limit)
     best = best_category(market, enumerate_categories(view, options["idle"] == "allow"))
     x = None if best is None else market.solve(best)[1]
-    return _finish(view, x, options, "market", start, stats={"categories": market.solves})
+    stats = {"categories": market.solves, "time_limit_reached": market.expired()}
+    return _finish(view, x, options, "market", start, stats=stats)
 
 
-def _sampled(view: HeteroView, options: Mapping[str, Any], seed: int, split: str) -> tuple[np.ndarray | None, dict[str, Any]]:
+def _sampled(view: HeteroView, options: Mapping[str, Any], seed: int, split: str,
+             deadline: float = math.inf) -> tuple[np.ndarray | None, dict[str, Any]]:
     if not _placeable(view):
         return None, {}
     idle = options["idle"] == "allow"
@@ -82,7 +86,7 @@ def _sampled(view: HeteroView, options: Mapping[str, Any], seed: int, split: str
     market = _market(view, options, split)
     # screen categories with one market round (measured: the same ranking quality at half the
     # cost), then give the best few the full R rounds; R rounds never do worse than one
-    screen = _market(view, {**options, "rounds": 1}, split, market.jct_table)
+    screen = _market(view, {**options, "rounds": 1}, split, market.jct_table, deadline)
     rng = np.random.default_rng(seed)
     cats = sample_categories(view, m, rng, options["distribution"], idle)
     cats += [equal_share(view), proportional_anchor(view)]
@@ -94,20 +98,20 @@ def _sampled(view: HeteroView, options: Mapping[str, Any], seed: int, split: str
     best = min(finalists, key=market.average)
     total = count_categories(view, idle)
     return market.solve(best)[1], {"samples": m, "sampled_categories": sampled, "market_solves": screen.solves + market.solves,
-                                   "categories_total": total}
+                                   "categories_total": total, "time_limit_reached": screen.expired()}
 
 
 def run_sampling(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    x, stats = _sampled(view, options, solve_options.seed, "proportional")
+    x, stats = _sampled(view, options, solve_options.seed, "proportional", start + solve_options.time_limit)
     return _finish(view, x, {**options, "seed": solve_options.seed}, "sampling", start, stats=stats)
 
 
 def run_no_balance(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    x, stats = _sampled(view, options, solve_options.seed, "equal")
+    x, stats = _sampled(view, options, solve_options.seed, "equal", start + solve_options.time_limit)
     return _finish(view, x, {**options, "seed": solve_options.seed}, "no-balance", start, "equal", stats)
 
 
@@ -136,12 +140,14 @@ def run_bundles(instance: Instance, options: Mapping[str, Any], solve_options: S
     view = hetero_view(instance)
     if not _placeable(view):
         return _finish(view, None, options, "bundles", start)
-    x, seen = variant_a(view, options["comm"], "mm" if options["engine"] == "mm" else "hungarian")
-    return _finish(view, x, options, "bundles", start, stats={"bundle_categories": seen}, exhaustive=True)
+    x, seen, complete = variant_a(view, options["comm"], "mm" if options["engine"] == "mm" else "hungarian",
+                                  start + solve_options.time_limit)
+    return _finish(view, x, options, "bundles", start, stats={"bundle_categories": seen, "time_limit_reached": not complete},
+                   exhaustive=complete)
 
 
 def run_brute(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    x = brute_force(view, options["comm"]) if _placeable(view) else None
-    return _finish(view, x, options, "brute-force", start, exhaustive=True)
+    x, complete = brute_force(view, options["comm"], start + solve_options.time_limit) if _placeable(view) else (None, True)
+    return _finish(view, x, options, "brute-force", start, stats={"time_limit_reached": not complete}, exhaustive=complete)

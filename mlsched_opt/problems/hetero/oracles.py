@@ -13,6 +13,8 @@ test oracle of spec section 2 for ``K <= 10``, independent of any grouping of wo
 from __future__ import annotations
 
 import itertools
+import math
+import time
 from typing import Iterator
 
 import numpy as np
@@ -56,12 +58,15 @@ def bundle_categories(vectors: np.ndarray, counts: np.ndarray, s: int) -> Iterat
     yield from rec(0, np.asarray(counts), s)
 
 
-def variant_a(view: HeteroView, comm: str, engine: str = "hungarian") -> tuple[np.ndarray | None, int]:
-    """OPT by bundle categories: the allocation (S, G) (``None`` if none is feasible) and the
-    number of categories solved."""
+def variant_a(view: HeteroView, comm: str, engine: str = "hungarian",
+              deadline: float = math.inf) -> tuple[np.ndarray | None, int, bool]:
+    """OPT by bundle categories: the allocation (S, G) (``None`` if none is feasible), the
+    number of categories solved, and whether all were solved before ``deadline``."""
     vectors, table = jct_table(view, comm)
     best, value, seen = None, np.inf, 0
     for category in bundle_categories(vectors, view.counts, view.S):
+        if time.perf_counter() > deadline:
+            return best, seen, False
         seen += 1
         if seen > MAX_BUNDLE_CATEGORIES:
             raise OptionError(f"more than {MAX_BUNDLE_CATEGORIES:,} bundle categories: the cluster is too large for Variant A",
@@ -83,11 +88,12 @@ def variant_a(view: HeteroView, comm: str, engine: str = "hungarian") -> tuple[n
         if total < value:
             value = total
             best = vectors[np.array(category)[cols]]
-    return best, seen
+    return best, seen, True
 
 
-def brute_force(view: HeteroView, comm: str) -> np.ndarray | None:
-    """OPT over every assignment of every GPU to a job or to nobody (test oracle); ``None`` if none is feasible."""
+def brute_force(view: HeteroView, comm: str, deadline: float = math.inf) -> tuple[np.ndarray | None, bool]:
+    """OPT over every assignment of every GPU to a job or to nobody (test oracle), ``None`` if none
+    is feasible; and whether every assignment was seen before ``deadline``."""
     k, s = view.K, view.S
     if (s + 1) ** k > MAX_BRUTE_FORCE:
         raise OptionError(f"brute force needs {(s + 1) ** k:,} assignments ((S+1)^K); it is a test oracle for K <= 10",
@@ -97,6 +103,8 @@ def brute_force(view: HeteroView, comm: str) -> np.ndarray | None:
     cls = view.worker_class()
     best, value = None, np.inf
     for chunk in _chunks(itertools.product(range(s + 1), repeat=k), 200_000):
+        if time.perf_counter() > deadline:
+            return (best if np.isfinite(value) else None), False
         a = np.array(chunk, dtype=np.int64)
         total = np.zeros(len(a))
         counts = np.zeros((len(a), s, view.G), dtype=np.int64)
@@ -109,7 +117,7 @@ def brute_force(view: HeteroView, comm: str) -> np.ndarray | None:
         arg = int(np.argmin(total))
         if total[arg] < value:
             value, best = total[arg], counts[arg]
-    return best if np.isfinite(value) else None
+    return (best if np.isfinite(value) else None), True
 
 
 def _chunks(it, size: int):

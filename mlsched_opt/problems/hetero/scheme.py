@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -55,6 +56,7 @@ class Market:
     rounds: int = 3
     engine: str = "auto"
     table: JctTable | None = None
+    deadline: float = math.inf
     solves: int = 0
     cache: dict[tuple[int, ...], tuple[float, np.ndarray | None]] = field(default_factory=dict)
 
@@ -65,6 +67,10 @@ class Market:
         self._rhobar = (self._rho * v.counts).sum(axis=1) / v.K
         self._weight = np.array([j.weight for j in v.jobs])
         self.jct_table = self.table if self.table is not None else JctTable(v, self.comm, self.split)
+
+    def expired(self) -> bool:
+        """Whether the run's time limit (``deadline``, a ``time.perf_counter()`` value) has passed."""
+        return time.perf_counter() > self.deadline
 
     def average(self, sizes: Iterable[int]) -> float:
         return self.solve(sizes)[0]
@@ -197,7 +203,7 @@ def local_search(market: Market, starts: list[tuple[int, ...]], budget: int, idl
     best = min(starts, key=market.average)
     for start in starts:
         current, step = start, 1
-        while market.solves < budget and step <= market.view.K:
+        while market.solves < budget and step <= market.view.K and not market.expired():
             here = market.average(current)
             better = None
             for c in neighbours(current, market.view, idle, step):
@@ -229,8 +235,11 @@ def proportional_anchor(view: HeteroView) -> tuple[int, ...]:
 
 
 def best_category(market: Market, categories: Iterable[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The best of ``categories``, or of those solved before the market's deadline."""
     best, value = None, math.inf
     for sizes in categories:
+        if market.expired():
+            break
         v = market.average(sizes)
         if v < value:
             best, value = sizes, v
