@@ -78,14 +78,14 @@ def summarize(rows: list[dict]) -> None:
     settings = sorted({(int(r["gpus"]), int(r["jobs"])) for r in rows})
     methods = list(dict.fromkeys(r["method"] for r in rows))
     print("\ngap to OPT (average JCT / OPT - 1), per cluster size")
-    print(f"{'method':<16}" + "".join(f"{f'{g} GPUs, {s} jobs':>34}" for g, s in settings))
-    print(f"{'':<16}" + "".join(f"{'median   mean   worst  (n)  Jain-s':>34}" for _ in settings))
+    print(f"{'method':<16}" + "".join(f"{f'{g} GPUs, {s} jobs':>36}" for g, s in settings))
+    print(f"{'':<16}" + "".join(f"{'median':>10}{'mean':>7}{'worst':>8}{'(n)':>5} {'Jain':>5}" for _ in settings))
     for m in methods:
         line = f"{m:<16}"
         for g, s in settings:
             sel = [r for r in rows if r["method"] == m and int(r["gpus"]) == g]
             if not sel:
-                line += f"{'-':>34}"
+                line += f"{'-':>36}"
                 continue
             gaps = [float(r["gap"]) for r in sel]
             jain = statistics.mean(float(r["jain_slowdown"]) for r in sel)

@@ -21,7 +21,8 @@ CASES = {
             [{"unit": "instance", "sgd": "sync"}, {"unit": "instance", "sgd": "async"}, {"unit": "instance", "workloads": "catalog"}], (1, 40)),
     # short jobs on 10 slots so that several jobs compete and the MILP proves optimality quickly
     # small clusters so that the configuration ILP, Variant A and brute force all finish
-    "hetero": ([{}, {"comm": "ps", "budget": 0, "samples": 3}, {"valuation": "rho", "engine": "transport"}, {"engine": "mm", "rounds": 1}],
+    "hetero": ([{}, {"comm": "ps", "budget": 0, "samples": 3}, {"valuation": "rho", "engine": "transport"}, {"engine": "mm", "rounds": 1},
+                {"distribution": "centered", "idle": "forbid", "search": "first"}],
                [{"gpus_per_server": 2}, {"gpus_per_server": 1, "types": "K80,V100"}], (1, 3)),
     "oasis": ([{}, {"units": "worker-slots"}, {"prices": "estimated"}, {"prices": "given", "l1": 0.01, "l2": 0.01, "u1": 100.0, "u2": 100.0}],
               [{"epochs_min": 1, "epochs_max": 5}, {"epochs_min": 1, "epochs_max": 10, "setting": "literal"}], (1, 2)),

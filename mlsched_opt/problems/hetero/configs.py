@@ -18,8 +18,8 @@ def all_vectors(counts: np.ndarray) -> np.ndarray:
     """Every ``n`` with ``0 <= n <= counts``, shape (prod(counts + 1), G), mixed-radix order."""
     size = int(np.prod(counts + 1))
     if size > MAX_CONFIGS:
-        raise OptionError(f"{size:,} worker-count vectors per job: too many to enumerate; use --method sampling "
-                          f"(its gap is certified against the LP bound by `mlsched compare`)", field="--method")
+        raise OptionError(f"{size:,} worker-count vectors per job: too many to enumerate for the exact model, its LP bound "
+                          f"and the oracles; use --method sampling (no bound at this size)", field="--method")
     grids = np.indices(tuple(int(c) + 1 for c in counts)).reshape(len(counts), -1).T
     return np.ascontiguousarray(grids, dtype=np.int64)
 

@@ -89,8 +89,10 @@ def _sampled(view: HeteroView, options: Mapping[str, Any], seed: int, split: str
     screen = _market(view, {**options, "rounds": 1}, split, market.jct_table, deadline)
     rng = np.random.default_rng(seed)
     cats = sample_categories(view, m, rng, options["distribution"], idle)
-    cats += [equal_share(view), proportional_anchor(view)]
-    ranked = sorted(dict.fromkeys(cats), key=screen.average)
+    cats += [a for a in (equal_share(view), proportional_anchor(view)) if idle or sum(a) == view.K]
+    ranked = [c for c in sorted(dict.fromkeys(cats), key=screen.average) if np.isfinite(screen.average(c))]
+    if not ranked:
+        return None, {"samples": m, "sampled_categories": screen.solves}
     sampled = screen.solves
     if options["budget"] > 0:
         local_search(screen, ranked[:options["starts"]], max(options["budget"], sampled), idle, options["search"] == "first")
