@@ -64,7 +64,7 @@ def run_instance(servers: int, jobs: int, seed: int, time_limit: float, repeats:
 def summarize(rows: list[dict]) -> None:
     print(f"\n{'GPUs':>5} {'seed':>4} {'ILP status':>11} {'ILP wall s':>10} {'sampling s':>10} {'speed-up':>9} "
           f"{'gap to OPT':>10} {'<= vs bound':>11} {'<= vs LP':>9}")
-    pct = lambda v: "-" if v in ("", None) else f"{100 * float(v):.2f}%"  # noqa: E731
+    pct = lambda v: "-" if v in ("", None) else f"{max(0.0, 100 * float(v)):.2f}%"  # noqa: E731  (-1e-16 is rounding)
     for r in rows:
         print(f"{r['gpus']:>5} {r['seed']:>4} {r['ilp_status']:>11} {float(r['ilp_wall_s']):>10.2f} {float(r['sampling_wall_s']):>10.3f} "
               f"{float(r['speedup']):>8.0f}x {pct(r['gap_to_opt']):>10} {pct(r['gap_certified_ilp_bound']):>11} {pct(r['gap_certified_lp']):>9}")
