@@ -410,3 +410,21 @@ def test_enumerations_stop_at_the_time_limit():
     assert sol.report.status == "feasible" and check_solution(inst, sol).feasible
     small = load_instance(TOY)
     assert FAMILY.run(small, "bundles", SolveOptions(time_limit=1e-9)).report.status != "optimal"
+
+
+def test_sampling_miss_rate_is_within_its_guarantee():
+    # spec 3.4: if a fraction phi of categories is within 1 + eps of OPT, M uniform samples miss
+    # them all with probability <= (1 - phi)^M (the anchors and the local search only help)
+    inst = small_instance(13, servers=3, gpus=4, jobs=4)
+    view = hetero_view(inst)
+    opt = FAMILY.run(inst, "exact", EXACT).report.objective
+    market = Market(view)
+    values = np.array([market.average(c) for c in enumerate_categories(view)])
+    eps, m, runs = 0.03, 5, 200
+    phi = float((values <= opt * (1 + eps)).mean())
+    bound = (1 - phi) ** m
+    misses = sum(FAMILY.run(inst, "sampling", SolveOptions(seed=s), {"samples": m, "budget": 0}).report.objective > opt * (1 + eps)
+                 for s in range(runs))
+    # binomial slack: three standard deviations above the bound
+    assert misses / runs <= bound + 3 * np.sqrt(bound * (1 - bound) / runs) + 1e-9, (phi, bound, misses)
+    assert 0.05 < phi and bound < 0.8, (phi, bound)  # the bound is informative on this instance
