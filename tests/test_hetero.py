@@ -428,3 +428,16 @@ def test_sampling_miss_rate_is_within_its_guarantee():
     # binomial slack: three standard deviations above the bound
     assert misses / runs <= bound + 3 * np.sqrt(bound * (1 - bound) / runs) + 1e-9, (phi, bound, misses)
     assert 0.05 < phi and bound < 0.8, (phi, bound)  # the bound is informative on this instance
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_direct_configuration_lp_equals_the_relaxed_pyomo_model(seed):
+    from mlsched_opt.solvers import relaxation
+
+    inst = small_instance(seed, servers=3, gpus=4, jobs=4)
+    fast = FAMILY.lp_bound(inst, OPTS, EXACT)
+    slow = relaxation(FAMILY.build_model(inst, OPTS), EXACT)
+    opt = FAMILY.run(inst, "exact", EXACT).report.objective
+    assert fast.status == slow.status == "optimal"
+    assert fast.objective == pytest.approx(slow.objective, rel=1e-9)
+    assert fast.objective <= opt + 1e-9

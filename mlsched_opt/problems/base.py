@@ -98,6 +98,10 @@ class Family:
         ``(instance, options) -> reason | None``: an obvious reason for infeasibility, if any.
     generate_options
         Options of the generator (``mlsched generate --set NAME=VALUE``).
+    relaxation
+        Optional ``(instance, options, solve_options) -> SolveReport``: the exact formulation's
+        LP relaxation computed directly (same value as relaxing the Pyomo model, for models too
+        large to build quickly).
     """
 
     name: str
@@ -111,6 +115,7 @@ class Family:
     options: tuple[Option, ...] = ()
     diagnose: Callable[[Instance, Mapping[str, Any]], str | None] | None = None
     generate_options: tuple[Option, ...] = ()
+    relaxation: Callable[[Instance, Mapping[str, Any], SolveOptions], SolveReport] | None = None
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -141,6 +146,8 @@ class Family:
 
     def lp_bound(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
         """The LP relaxation of the exact formulation: a bound on the optimum, not a decision."""
+        if self.relaxation is not None:
+            return self.relaxation(instance, options, solve_options)
         start = time.perf_counter()
         model = self.build_model(instance, options)
         build_s = time.perf_counter() - start

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
+from scipy import sparse
 
 INF = highspy.kHighsInf
 
@@ -29,7 +30,8 @@ class ArrayLP:
     Parameters
     ----------
     c, A, row_lo, row_hi, col_lo, col_hi
-        Dense arrays (these LPs are small); use ``-INF``/``INF`` for absent sides.
+        Arrays; ``A`` dense (small LPs re-solved in place) or a ``scipy.sparse`` matrix (large
+        ones).  Use ``-INF``/``INF`` for absent sides.
     maximize
         Sense of the objective.
     time_limit
@@ -40,7 +42,8 @@ class ArrayLP:
 
     def __init__(self, c, A, row_lo, row_hi, col_lo, col_hi, maximize: bool = False, time_limit: float = 10.0,
                  integer: bool = False, gap: float = 1e-6):
-        A = np.asarray(A, dtype=float)
+        sparse_a = sparse.csc_matrix(A, dtype=float) if sparse.issparse(A) else None
+        A = sparse_a if sparse_a is not None else np.asarray(A, dtype=float)
         self.shape = A.shape
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
@@ -55,11 +58,16 @@ class ArrayLP:
         lp.col_upper_ = np.asarray(col_hi, dtype=float)
         lp.row_lower_ = np.asarray(row_lo, dtype=float)
         lp.row_upper_ = np.asarray(row_hi, dtype=float)
-        # column-wise sparse storage, keeping explicit zeros so their coefficients can change later
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.arange(0, A.size + 1, A.shape[0], dtype=np.int32)
-        lp.a_matrix_.index_ = np.tile(np.arange(A.shape[0], dtype=np.int32), A.shape[1])
-        lp.a_matrix_.value_ = A.T.ravel().copy()
+        if sparse_a is not None:
+            lp.a_matrix_.start_ = sparse_a.indptr.astype(np.int32)
+            lp.a_matrix_.index_ = sparse_a.indices.astype(np.int32)
+            lp.a_matrix_.value_ = sparse_a.data.astype(float)
+        else:
+            # column-wise sparse storage, keeping explicit zeros so their coefficients can change later
+            lp.a_matrix_.start_ = np.arange(0, A.size + 1, A.shape[0], dtype=np.int32)
+            lp.a_matrix_.index_ = np.tile(np.arange(A.shape[0], dtype=np.int32), A.shape[1])
+            lp.a_matrix_.value_ = A.T.ravel().copy()
         lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
         if integer:
             lp.integrality_ = [highspy.HighsVarType.kInteger] * A.shape[1]
@@ -105,3 +113,8 @@ class ArrayLP:
                 return LPResult("optimal", np.array(h.getSolution().col_value), float(h.getInfo().objective_function_value))
             return LPResult("infeasible" if status == highspy.HighsModelStatus.kInfeasible else "unbounded", None, None)
         return LPResult("failed", None, None)
+
+
+def highspy_version() -> str:
+    h = highspy.Highs()
+    return f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"

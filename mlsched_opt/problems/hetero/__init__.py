@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..base import Family, Method, Option
 from .check import check
-from .formulation import build_model, decision_from_model, diagnose
+from .formulation import build_model, decision_from_model, diagnose, lp_relaxation
 from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
 from .market import ENGINES
@@ -36,6 +36,7 @@ FAMILY = Family(
     generate=generate,
     generate_options=GENERATE_OPTIONS,
     diagnose=diagnose,
+    relaxation=lp_relaxation,
     algorithms=(
         Method("sampling", "heuristic", run_sampling, "M sampled job-size categories + equal share, market per category, local search (seeded)",
                guarantee=SAMPLING_GUARANTEE),
