@@ -31,10 +31,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         result.add("decision", "schedule", "hetero placements are static; use placement")
     admitted = admitted_jobs(result, instance, decision)
     unknown_jobs(result, instance, placement, "placement")
-    cls_of = {}
-    for c, members in enumerate(view.classes):
-        for name in view.members[c]:
-            cls_of[name] = c
+    cls_of = {name: c for c in range(view.G) for name in view.members[c]}
     used: dict[str, int] = {}
     jcts: list[float] = []
     for hj, job in zip(view.jobs, instance.jobs):

@@ -24,6 +24,11 @@ def all_vectors(counts: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(grids, dtype=np.int64)
 
 
+def radix(counts: np.ndarray) -> np.ndarray:
+    """Weights that turn a vector into its row of :func:`all_vectors` (C order: the last class varies fastest)."""
+    return np.concatenate([np.cumprod((np.asarray(counts) + 1)[::-1])[::-1][1:], [1]]).astype(np.int64)
+
+
 def job_configs(view: HeteroView, i: int, comm: str, split: str = "proportional") -> tuple[np.ndarray, np.ndarray]:
     """The configurations job ``i`` can run on (size in its range, finite JCT) and their JCTs."""
     job = view.jobs[i]
@@ -45,7 +50,7 @@ class JctTable:
     def __init__(self, view: HeteroView, comm: str, split: str = "proportional"):
         self.view, self.comm, self.split = view, comm, split
         size = int(np.prod(view.counts + 1))
-        self.radix = np.concatenate([np.cumprod((view.counts + 1)[::-1])[::-1][1:], [1]]).astype(np.int64)
+        self.radix = radix(view.counts)
         self.table: np.ndarray | None = None
         self.memo: dict[tuple[int, bytes], float] = {}
         if size <= self.TABLE_LIMIT:

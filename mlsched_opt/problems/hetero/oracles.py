@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...errors import OptionError
-from .configs import JctTable, all_vectors
+from .configs import all_vectors, radix
 from .market import clear_market, integer_values
 from .timing import jct
 from .view import HeteroView
@@ -99,7 +99,7 @@ def brute_force(view: HeteroView, comm: str, deadline: float = math.inf) -> tupl
         raise OptionError(f"brute force needs {(s + 1) ** k:,} assignments ((S+1)^K); it is a test oracle for K <= 10",
                           field="--method")
     vectors, table = jct_table(view, comm)
-    radix = JctTable(view, comm).radix
+    weights = radix(view.counts)
     cls = view.worker_class()
     best, value = None, np.inf
     for chunk in _chunks(itertools.product(range(s + 1), repeat=k), 200_000):
@@ -113,7 +113,7 @@ def brute_force(view: HeteroView, comm: str, deadline: float = math.inf) -> tupl
             for i in range(s):
                 counts[:, i, c] = (members == i + 1).sum(axis=1)
         for i in range(s):
-            total += table[i, counts[:, i, :] @ radix]
+            total += table[i, counts[:, i, :] @ weights]
         arg = int(np.argmin(total))
         if total[arg] < value:
             value, best = total[arg], counts[arg]

@@ -68,7 +68,7 @@ class Market:
         v = self.view
         self._rho = v.rho()
         self._gamma_mask = np.where(self._rho > 0, 0.0, -np.inf)
-        self._rhobar = (self._rho * v.counts).sum(axis=1) / v.K
+        self._rhobar = mean_throughput(v)
         self._weight = np.array([j.weight for j in v.jobs])
         self.jct_table = self.table if self.table is not None else JctTable(v, self.comm, self.split)
 
@@ -107,6 +107,18 @@ class Market:
 
 
 # ----- categories -------------------------------------------------------------------------------
+
+def mean_throughput(view: HeteroView) -> np.ndarray:
+    """``rhobar_i``: each job's throughput averaged over all GPUs of the cluster."""
+    return (view.rho() * view.counts).sum(axis=1) / view.K
+
+
+def sqrt_shares(view: HeteroView) -> np.ndarray:
+    """``w_i ~ sqrt(T_i Pi_i / rhobar_i)``, summing to 1: minimizing ``sum a_i / X_i`` subject to
+    ``sum X_i <= C`` gives ``X_i ~ sqrt(a_i)`` (spec 3.4, communication ignored)."""
+    w = np.sqrt(np.array([j.weight for j in view.jobs]) / np.maximum(mean_throughput(view), 1e-300))
+    return w / w.sum()
+
 
 def size_bounds(view: HeteroView) -> tuple[np.ndarray, np.ndarray]:
     lo = np.array([j.k_range[0] for j in view.jobs])
@@ -156,10 +168,7 @@ def sample_categories(view: HeteroView, m: int, rng: np.random.Generator, distri
     lo, hi = size_bounds(view)
     k, s = view.K, view.S
     out: dict[tuple[int, ...], None] = {}
-    if distribution == "centered":
-        rhobar = (view.rho() * view.counts).sum(axis=1) / k
-        w = np.sqrt(np.array([j.weight for j in view.jobs]) / np.maximum(rhobar, 1e-300))
-        w = w / w.sum()
+    w = sqrt_shares(view)
     for _ in range(m):
         if distribution == "centered":
             sizes = 1 + rng.multinomial(k - s, w)
@@ -250,10 +259,8 @@ def proportional_anchor(view: HeteroView) -> tuple[int, ...]:
     """Sizes ``~ K w_i`` with ``w_i ~ sqrt(T_i Pi_i / rhobar_i)``: the continuous optimum with
     communication ignored (spec 3.4, the centre of the ``centered`` distribution)."""
     lo, hi = size_bounds(view)
-    rhobar = (view.rho() * view.counts).sum(axis=1) / view.K
-    w = np.sqrt(np.array([j.weight for j in view.jobs]) / np.maximum(rhobar, 1e-300))
     extra = view.K - int(lo.sum())
-    sizes = lo + np.floor(extra * w / w.sum()).astype(np.int64)
+    sizes = lo + np.floor(extra * sqrt_shares(view)).astype(np.int64)
     return tuple(int(s) for s in np.clip(sizes, lo, hi))
 
 
