@@ -441,3 +441,19 @@ def test_direct_configuration_lp_equals_the_relaxed_pyomo_model(seed):
     assert fast.status == slow.status == "optimal"
     assert fast.objective == pytest.approx(slow.objective, rel=1e-9)
     assert fast.objective <= opt + 1e-9
+
+
+def test_samples_flag_is_a_user_error_where_there_is_no_sampling(run):
+    code, out, err = run("solve", ROOT / "instances" / "demo.toml", "--method", "ffd", "--samples", "3")
+    assert code == 2 and "--samples" in err and "Traceback" not in err
+
+
+def test_compare_runs_the_oracles_only_when_asked(run):
+    code, out, err = run("compare", TOY, "--json", "--time-limit", "30")
+    assert code == 0, err
+    labels = [r["label"] for r in json.loads(out)]
+    assert "brute-force" not in labels and "bundles" not in labels and "sampling" in labels
+    code, out, err = run("compare", TOY, "--json", "--methods", "brute-force,bundles", "--time-limit", "30")
+    rows = {r["label"]: r for r in json.loads(out)}
+    assert code == 0 and rows["brute-force"]["status"] == rows["bundles"]["status"] == "optimal"
+    assert rows["brute-force"]["objective"] == pytest.approx(2500.0)
