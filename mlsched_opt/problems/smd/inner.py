@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...errors import OptionError
+from ..rounding import chernoff_scale
 from .ratios import CharnesCooperLP, SidedPolygon, Terms, polygon, ratio_terms, side_rows, term_ranges
 from .view import SmdJob
 
@@ -201,9 +202,7 @@ def scale_factor(job: SmdJob, delta: float) -> float:
     if not rows:
         return 1.0  # nothing to pack: no row can be violated
     W = min(job.limit[k] / a for k in rows for a in (job.worker[k], job.ps[k]) if a > 0)
-    r = len(rows)
-    c = 3.0 * math.log(2.0 * r / delta)
-    return 1.0 + c / (2 * W) - math.sqrt((c / (2 * W)) ** 2 + c / W)
+    return chernoff_scale(W, len(rows), delta)
 
 
 def _corners(job: SmdJob, x: np.ndarray, scale: float):

@@ -1,0 +1,174 @@
+"""Locality (spec 001), the parts built so far: the PC-ILP, its LP, RR-PC and the repair, on the toy of section 7."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mlsched_opt.problems.locality.pcilp import CO_LOCATED, LocalityJob, Patterns, patterns, pcilp_model, plan_of, solve_lp
+from mlsched_opt.problems.locality.rounding import repair_plan, rr_pc, sample, scaled_rounding
+from mlsched_opt.solvers import SolveOptions, solve
+
+# the toy: 2 machines of 6 units, 4 slots (0-based here: spec slot 1 is slot 0), worker = PS = 1 unit, gamma = 2
+EMPTY = np.full((2, 1, 4), 6.0)
+
+
+def toy_job(work: float, name: str = "j") -> LocalityJob:
+    return LocalityJob(name, 0, work, 1.5, 1.0, np.array([1.0]), np.array([1.0]), 2, 8)
+
+
+JOB1, JOB2 = toy_job(16, "job1"), toy_job(12, "job2")
+
+
+def lp_cost(p: Patterns) -> float:
+    z = solve_lp(p)
+    return float(p.cost @ z)
+
+
+def index(p: Patterns, kind: int, slot: int, machine: int, workers: int) -> int:
+    hit = np.flatnonzero((p.kind == kind) & (p.slot == slot) & (p.machine == machine) & (p.workers == workers))
+    assert len(hit) == 1
+    return int(hit[0])
+
+
+def vertex(p: Patterns, slot1: dict[tuple[int, int], float]) -> np.ndarray:
+    """The LP vertex of spec section 7 for job 1, deadline 3: slot 1 as given, (M2, 4) then (M1, 4)."""
+    z = np.zeros(p.size)
+    for (machine, workers), value in slot1.items():
+        z[index(p, CO_LOCATED, 0, machine, workers)] = value
+    z[index(p, CO_LOCATED, 1, 1, 4)] = 1.0
+    z[index(p, CO_LOCATED, 2, 0, 4)] = 1.0
+    return z
+
+
+# --- the single-job table of section 7 ------------------------------------------------------
+
+@pytest.mark.parametrize("job, deadline, eps, lp, ilp", [
+    (JOB2, 1, 0.0, 12.0, 12.0),
+    (JOB1, 2, 0.0, 16.0, 17.0),
+    (JOB1, 1, 0.0, 24.0, 24.0),
+    (JOB2, 1, 0.25, 21.0, None),
+])
+def test_single_job_table(job, deadline, eps, lp, ilp):
+    p = patterns(job, 0, deadline, EMPTY, eps=eps)
+    assert lp_cost(p) == pytest.approx(lp)
+    if ilp is not None:
+        z = solve_lp(p, integer=True)
+        assert float(p.cost @ z) == pytest.approx(ilp)
+        assert plan_of(p, z).covers(job.work)
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_pyomo_pcilp_proves_17(solver):
+    p = patterns(JOB1, 0, 2, EMPTY)
+    m = pcilp_model(p)
+    report = solve(m, SolveOptions(solver=solver, gap=0.0, time_limit=30))
+    assert report.status == "optimal"
+    assert report.objective == pytest.approx(17.0)
+
+
+# --- RR-PC on the fixed LP vertex -----------------------------------------------------------
+
+def success_rate(p: Patterns, z: np.ndarray, draws: int = 3000) -> float:
+    rng = np.random.default_rng(0)
+    hits = sum(p.work[sample(p, z, rng)].sum() >= p.job.work - 1e-9 for _ in range(draws))
+    return hits / draws
+
+
+def test_rr_pc_on_the_vertex_succeeds_one_time_in_three_with_expected_cost_16():
+    p = patterns(JOB1, 0, 2, EMPTY)
+    z = vertex(p, {(0, 4): 1 / 3, (1, 2): 2 / 3})
+    assert p.cost @ z == pytest.approx(16.0) and p.work @ z == pytest.approx(16.0)
+    rate = success_rate(p, z)
+    assert abs(rate - 1 / 3) < 4 * np.sqrt((1 / 3) * (2 / 3) / 3000)
+    out = rr_pc(p, z, np.random.default_rng(1), attempts=5)
+    assert out.plan is not None and out.plan.covers(16.0)
+
+
+def test_inflated_targets_0_867_and_1():
+    p = patterns(JOB1, 0, 2, EMPTY, eps=0.1)
+    assert lp_cost(p) == pytest.approx(17.6)
+    z = vertex(p, {(0, 4): 0.8666666667, (1, 2): 0.1333333333})
+    assert p.cost @ z == pytest.approx(17.6)
+    assert abs(success_rate(p, z) - 0.8667) < 4 * np.sqrt(0.8667 * 0.1333 / 3000)
+    p = patterns(JOB1, 0, 2, EMPTY, eps=0.125)
+    assert lp_cost(p) == pytest.approx(18.0)
+    z = vertex(p, {(0, 4): 1.0})
+    assert success_rate(p, z, 200) == 1.0
+
+
+def test_repair_upgrades_m2_from_2_to_3_and_reaches_the_ilp_cost_17():
+    p = patterns(JOB1, 0, 2, EMPTY)
+    failed = plan_of(p, vertex(p, {(1, 2): 1.0}))
+    assert failed.work == pytest.approx(15.0) and not failed.covers(16.0)
+    fixed = repair_plan(p, failed)
+    assert fixed.work == pytest.approx(16.5) and fixed.cost == pytest.approx(17.0)
+    assert index(p, CO_LOCATED, 0, 1, 3) in fixed.chosen
+
+
+def test_rr_pc_without_a_covering_draw_repairs():
+    p = patterns(JOB1, 0, 2, EMPTY)
+    out = rr_pc(p, vertex(p, {(1, 2): 1.0}), np.random.default_rng(0), attempts=3)
+    assert out.successes == 0 and out.repaired and out.plan.cost == pytest.approx(17.0)
+
+
+def test_scaled_independent_rounding_fails_the_covering_row_on_small_machines():
+    p = patterns(JOB1, 0, 2, EMPTY)
+    z = vertex(p, {(0, 4): 1 / 3, (1, 2): 2 / 3})
+    out = scaled_rounding(p, z, np.random.default_rng(0), attempts=500)
+    assert out.successes == 0 and out.plan is None
+    # without the scale-down, RR-PC covers a third of the time on the same vertex
+    assert rr_pc(p, z, np.random.default_rng(0), attempts=500, repair=False).successes > 100
+
+
+# --- properties of RR-PC ----------------------------------------------------------------------
+
+def random_problem(seed: int) -> Patterns:
+    rng = np.random.default_rng(seed)
+    h, r, t = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    residual = rng.integers(2, 9, size=(h, r, t)).astype(float)
+    job = LocalityJob("x", 0, float(rng.uniform(1, 20)), float(rng.uniform(1, 3)), 1.0,
+                      rng.integers(1, 3, size=r).astype(float), rng.integers(0, 2, size=r).astype(float),
+                      int(rng.integers(1, 4)), int(rng.integers(1, 12)))
+    kappa = rng.uniform(0.1, 3.0, size=(h, r, t))
+    return patterns(job, 0, t - 1, residual, kappa, eps=float(rng.uniform(0, 0.3)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_rr_pc_never_violates_a_packing_row(seed):
+    p = random_problem(seed)
+    z = solve_lp(p)
+    if z is None:
+        return
+    a, lo, hi = p.rows()
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        x = np.zeros(p.size)
+        x[sample(p, z, rng)] = 1
+        assert ((a @ x) <= hi + 1e-9).all()  # K1 and K2 (the covering row has no upper side)
+
+
+def test_rr_pc_preserves_each_patterns_marginal():
+    job = LocalityJob("x", 0, 20, 1.5, 1.0, np.array([1.0]), np.array([1.0]), 2, 99)  # K2 never trims
+    p = patterns(job, 0, 2, EMPTY)
+    from mlsched_opt.problems.locality.pcilp import SPREAD
+
+    z = np.zeros(p.size)
+    for slot in range(3):  # K1 holds: co-located mass 0.5, spread mass <= 0.5 per machine
+        z[index(p, CO_LOCATED, slot, 0, 4)] = 0.3
+        z[index(p, CO_LOCATED, slot, 1, 2)] = 0.2
+        z[index(p, SPREAD, slot, 0, 1)] = 0.2
+        z[index(p, SPREAD, slot, 0, 3)] = 0.1
+        z[index(p, SPREAD, slot, 1, 4)] = 0.4
+    a, lo, hi = p.rows()
+    assert ((a @ z) <= hi + 1e-12).all()
+    rng = np.random.default_rng(0)
+    draws = 4000
+    freq = np.zeros(p.size)
+    for _ in range(draws):
+        freq[sample(p, z, rng)] += 1
+    freq /= draws
+    sd = np.sqrt(np.maximum(z * (1 - z), 1e-12) / draws)
+    assert (np.abs(freq - z) <= 4.5 * sd + 1e-9).all()
