@@ -172,3 +172,43 @@ def test_rr_pc_preserves_each_patterns_marginal():
     freq /= draws
     sd = np.sqrt(np.maximum(z * (1 - z), 1e-12) / draws)
     assert (np.abs(freq - z) <= 4.5 * sd + 1e-9).all()
+
+
+# --- the exact offline MILP (section 2.4) -----------------------------------------------------
+
+def test_offline_optimum_is_5_and_5_003_with_the_tie_break_and_its_lp_is_weak():
+    from mlsched_opt.problems.locality.offline import completions_from_model, offline_model
+    from mlsched_opt.solvers import relaxation
+
+    capacity = np.array([[6.0], [6.0]])
+    exact = offline_model([JOB1, JOB2], capacity, 4)
+    report = solve(exact, SolveOptions(gap=0.0, time_limit=60))
+    assert report.status == "optimal" and report.objective == pytest.approx(5.0)
+    tied = offline_model([JOB1, JOB2], capacity, 4, tie_break=1e-4)
+    report = solve(tied, SolveOptions(gap=0.0, time_limit=60))
+    assert report.status == "optimal" and report.objective == pytest.approx(5 + 29e-4, abs=1e-6)  # "5.003" in the spec, rounded
+    assert completions_from_model(tied) == {0: 2, 1: 1}  # job 1 in spec slot 3, job 2 in spec slot 2
+    lp = relaxation(offline_model([JOB1, JOB2], capacity, 4, tie_break=1e-4), SolveOptions(time_limit=60))
+    assert lp.objective == pytest.approx(3.378, abs=5e-4)
+
+
+# --- V-Greedy on the toy (section 7) ------------------------------------------------------------
+
+@pytest.mark.parametrize("solver", ["ilp", "rr"])
+@pytest.mark.parametrize("order, plan, total, completion", [
+    ("sjf", "aware", 5.0, {1: 1, 0: 2}),      # optimal: job 2 -> spec slot 2, job 1 -> 3
+    ("fifo", "aware", 6.0, {0: 1, 1: 3}),     # job 1 spread over slots 1-2, job 2 -> 4
+    ("fifo", "unaware", 6.0, {0: 1, 1: 3}),
+    ("sjf", "unaware", 6.0, {1: 1, 0: 3}),
+])
+def test_v_greedy_on_the_toy(solver, order, plan, total, completion):
+    from mlsched_opt.problems.locality.online import v_greedy
+
+    s = v_greedy([JOB1, JOB2], np.array([[6.0], [6.0]]), 4, order=order, solver=solver, plan=plan, seed=0)
+    assert s.total_delay([JOB1, JOB2]) == pytest.approx(total)
+    assert s.completion == completion and not s.rejected
+    used = np.zeros((2, 4))
+    for i, tasks in s.tasks.items():
+        for slot, machine, workers in tasks:
+            used[machine, slot] += [JOB1, JOB2][i].demand(workers)[0]
+    assert used.max() <= 6.0  # every slot's plan fits the machines
