@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .pcilp import CO_LOCATED, LocalityJob, Patterns, patterns, plan_of, solve_lp
+from .pcilp import LocalityJob, Patterns, patterns, plan_of, solve_lp
 from .rounding import rr_pc
 
 ORDERS = ("sjf", "fifo")
@@ -106,4 +106,4 @@ def _first_deadline(job: LocalityJob, start: int, slots: int, residual: np.ndarr
     return None
 
 
-__all__ = ["CO_LOCATED", "ORDERS", "Schedule", "best_slot_rate", "executed_completion", "v_greedy"]
+__all__ = ["ORDERS", "Schedule", "best_slot_rate", "executed_completion", "v_greedy"]
