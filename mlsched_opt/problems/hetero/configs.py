@@ -29,16 +29,17 @@ def radix(counts: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cumprod((np.asarray(counts) + 1)[::-1])[::-1][1:], [1]]).astype(np.int64)
 
 
-def job_configs(view: HeteroView, i: int, comm: str, split: str = "proportional") -> tuple[np.ndarray, np.ndarray]:
-    """The configurations job ``i`` can run on (size in its range, finite JCT) and their JCTs."""
-    job = view.jobs[i]
-    n = all_vectors(view.counts)
-    k = n.sum(axis=1)
-    n = n[(k >= job.k_range[0]) & (k <= job.k_range[1])]
-    n = n[((n > 0) & (job.rho <= 0)).sum(axis=1) == 0]
-    j = jct(view, job, n, comm, split)
-    keep = np.isfinite(j)
-    return n[keep], j[keep]
+def ranged_table(view: HeteroView, comm: str, split: str = "proportional") -> tuple[np.ndarray, np.ndarray]:
+    """Every class-count vector (:func:`all_vectors` order) and each job's JCT on it, shape (S, V):
+    ``inf`` outside the job's size range and where it cannot run (a GPU model it has no
+    throughput for, memory caps that cannot hold its batch)."""
+    vectors = all_vectors(view.counts)
+    k = vectors.sum(axis=1)
+    table = np.full((view.S, len(vectors)), np.inf)
+    for i, job in enumerate(view.jobs):
+        ok = (k >= job.k_range[0]) & (k <= job.k_range[1])
+        table[i, ok] = jct(view, job, vectors[ok], comm, split)
+    return vectors, table
 
 
 class JctTable:

@@ -22,12 +22,14 @@ from scipy import sparse
 from ...io.instance import Instance
 from ...solvers import SolveOptions, SolveReport
 from ...solvers.highs_lp import ArrayLP, highspy_version
-from .configs import decision, job_configs
+from .configs import decision, ranged_table
 from .view import HeteroView, hetero_view
 
 
 def config_table(view: HeteroView, comm: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    return [job_configs(view, i, comm) for i in range(view.S)]
+    """Per job: the configurations it can run on and their JCTs (the ILP's columns)."""
+    vectors, table = ranged_table(view, comm)
+    return [(vectors[np.isfinite(row)], row[np.isfinite(row)]) for row in table]
 
 
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
@@ -99,7 +101,7 @@ def diagnose(instance: Instance, options: Mapping[str, Any]) -> str | None:
     need = sum(j.k_range[0] for j in view.jobs)
     if need > view.K:
         return f"the jobs need at least {need} GPUs together (workers.min), the cluster has {view.K}"
-    for i, job in enumerate(view.jobs):
-        if len(job_configs(view, i, options["comm"])[0]) == 0:
+    for job, (configs, _) in zip(view.jobs, config_table(view, options["comm"])):
+        if len(configs) == 0:
             return f"job {job.id} has no feasible worker set (memory caps, GPU models, or workers range)"
     return None

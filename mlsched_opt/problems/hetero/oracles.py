@@ -21,24 +21,12 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...errors import OptionError
-from .configs import all_vectors, radix
+from .configs import radix, ranged_table
 from .market import clear_market, integer_values
-from .timing import jct
 from .view import HeteroView
 
 MAX_BUNDLE_CATEGORIES = 500_000
 MAX_BRUTE_FORCE = 5_000_000
-
-
-def jct_table(view: HeteroView, comm: str) -> tuple[np.ndarray, np.ndarray]:
-    """Every class-count vector (mixed-radix order) and each job's JCT on it, shape (S, V)."""
-    vectors = all_vectors(view.counts)
-    table = np.full((view.S, len(vectors)), np.inf)
-    for i, job in enumerate(view.jobs):
-        k = vectors.sum(axis=1)
-        ok = (k >= job.k_range[0]) & (k <= job.k_range[1])
-        table[i, ok] = jct(view, job, vectors[ok], comm)
-    return vectors, table
 
 
 def bundle_categories(vectors: np.ndarray, counts: np.ndarray, s: int) -> Iterator[tuple[int, ...]]:
@@ -62,7 +50,7 @@ def variant_a(view: HeteroView, comm: str, engine: str = "hungarian",
               deadline: float = math.inf) -> tuple[np.ndarray | None, int, bool]:
     """OPT by bundle categories: the allocation (S, G) (``None`` if none is feasible), the
     number of categories solved, and whether all were solved before ``deadline``."""
-    vectors, table = jct_table(view, comm)
+    vectors, table = ranged_table(view, comm)
     best, value, seen = None, np.inf, 0
     for category in bundle_categories(vectors, view.counts, view.S):
         if time.perf_counter() > deadline:
@@ -98,7 +86,7 @@ def brute_force(view: HeteroView, comm: str, deadline: float = math.inf) -> tupl
     if (s + 1) ** k > MAX_BRUTE_FORCE:
         raise OptionError(f"brute force needs {(s + 1) ** k:,} assignments ((S+1)^K); it is a test oracle for K <= 10",
                           field="--method")
-    vectors, table = jct_table(view, comm)
+    vectors, table = ranged_table(view, comm)
     weights = radix(view.counts)
     cls = view.worker_class()
     best, value = None, np.inf
