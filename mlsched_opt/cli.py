@@ -114,10 +114,12 @@ def validate(ctx: click.Context, file: str) -> int:
 @click.option("--method", default="exact", show_default=True, help="exact, or an algorithm of the family (see `mlsched info`).")
 @solver_options
 @click.option("--samples", type=int, default=None, metavar="M", help="Shorthand for --set samples=M (sampling methods).")
+@click.option("--epsilon", type=float, default=None, metavar="EPS", help="Shorthand for --set epsilon=EPS (covering inflation of LP + rounding).")
+@click.option("--attempts", type=int, default=None, metavar="F", help="Shorthand for --set attempts=F (rounding attempts).")
 @click.option("--out", "out", default=None, metavar="SOLUTION.json", help="Write the solution file here.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.pass_context
-def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, samples, out, as_json) -> int:
+def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, samples, epsilon, attempts, out, as_json) -> int:
     """Solve an instance FILE with one method; the answer is checked independently."""
     from .checking import check_solution
 
@@ -125,10 +127,12 @@ def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, se
     family = _family_for(inst, problem)
     family.method(method)
     raw = _parse_sets(sets)
-    if samples is not None:
-        if "samples" not in {o.name for o in family.options}:
-            raise OptionError(f"--samples applies to families with a sampling method; {family.name} has none", field="--samples")
-        raw["samples"] = str(samples)
+    for name, value, what in (("samples", samples, "a sampling method"), ("epsilon", epsilon, "LP rounding"), ("attempts", attempts, "LP rounding")):
+        if value is None:
+            continue
+        if name not in {o.name for o in family.options}:
+            raise OptionError(f"--{name} applies to families with {what}; {family.name} has none", field=f"--{name}")
+        raw[name] = str(value)
     options = family.parse_options(raw)
     sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed), options)
     check = check_solution(inst, sol) if sol.decision is not None else None

@@ -26,6 +26,9 @@ CASES = {
                [{"gpus_per_server": 2}, {"gpus_per_server": 1, "types": "K80,V100"}], (1, 3)),
     "oasis": ([{}, {"units": "worker-slots"}, {"prices": "estimated"}, {"prices": "given", "l1": 0.01, "l2": 0.01, "u1": 100.0, "u2": 100.0}],
               [{"epochs_min": 1, "epochs_max": 5}, {"epochs_min": 1, "epochs_max": 10, "setting": "literal"}], (1, 2)),
+    # small jobs on at most 2 machines and 8 slots, so that the offline MILP proves its optimum quickly
+    "locality": ([{}, {"order": "fifo", "epsilon": 0.0, "attempts": 1}, {"epsilon": 0.2, "l_scale": 100.0}],
+                 [{"work_max": 12.0}, {"bandwidth_ratio": 10.0, "work_max": 8.0}, {"calibration": "pollux", "gpus": 2, "work_max": 8.0}], (1, 2)),
 }
 
 

@@ -1,41 +1,55 @@
-"""V-Greedy: the online wrapper of spec 001 section 3.3 (our design; the paper's wrapper is unknown).
+"""The online wrappers of spec 001 section 3.3: V-Greedy and V-PD (our design; the paper's wrapper is unknown).
 
-Slot by slot, the jobs arriving in the slot are taken smallest estimated work first (``sjf``:
-``V_i`` over the job's best single-slot throughput on the empty cluster) or in arrival order
-(``fifo``).  Each job scans deadlines ``t_hat = t, t + 1, ...``: the first deadline whose PC-ILP
-has a feasible LP (target ``(1 + eps) V``) and whose rounding (RR-PC with repair, or the exact
-per-job 0-1 program with ``solver="ilp"``) covers ``V`` is committed irrevocably; its patterns
-use up residual capacity.  A job without any deadline is rejected.
+**V-Greedy.**  Slot by slot, the jobs arriving in the slot are taken smallest estimated work
+first (``sjf``: ``V_i`` over the job's best single-slot throughput on the empty cluster) or in
+arrival order (``fifo``).  Each job scans deadlines from the first one whose LP relaxation is
+feasible (:func:`.pcilp.earliest_deadline`, computed without an LP) upward, linearly (pitfall
+P15: rounding success is not monotone in the deadline).  The first deadline whose rounding
+(RR-PC with repair, or the exact per-job 0-1 program with ``solver="ilp"``) covers ``V`` is
+committed irrevocably; its patterns use up residual capacity.  A job without any deadline is
+rejected.
 
-``plan="unaware"`` plans with ``q_in := q_ex`` (the locality-unaware baseline); execution always
-uses the true rates: a slot in which the job occupies one machine runs at ``q_in``, any other
-at ``q_ex``.  Completion is the first slot whose cumulative work reaches ``V`` (pitfall P3).
+**V-PD.**  Prices ``p[h, r, t] = L (U_r / L) ** (load / capacity)`` on the one shared pool, kept
+by OASiS's :class:`~mlsched_opt.problems.oasis.prices.PricedPool`.  For every deadline the
+PC-ILP is solved with costs ``kappa = p`` (LP + RR-PC) and the payoff is
+``u_i(t_hat - a_i + 1) - cost``; the job takes the best deadline if its payoff is positive, else
+it is rejected, and its workers and PSs raise the prices.
+
+Baselines (section 5.3): ``plan="unaware"`` plans with ``q_in := q_ex``; ``kinds`` restricts the
+program to co-located or to spread patterns.  Execution always uses the true rates (``work_of``:
+the view's job-level or per-pair locality).  Completion is the first slot whose cumulative work
+reaches ``V`` (pitfall P3).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from .pcilp import LocalityJob, Patterns, patterns, plan_of, solve_lp
+from ..oasis.prices import PricedPool
+from .pcilp import CO_LOCATED, SPREAD, LocalityJob, Patterns, earliest_deadline, patterns, plan_of, solve_lp
 from .rounding import rr_pc
 
 ORDERS = ("sjf", "fifo")
+BOTH = (CO_LOCATED, SPREAD)
+Task = tuple[int, int, int]  # (slot, machine, workers)
 
 
 @dataclass
 class Schedule:
     """Per job: ``(slot, machine, workers)`` triples, the completion slot, and counters."""
 
-    tasks: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
+    tasks: dict[int, list[Task]] = field(default_factory=dict)
     completion: dict[int, int] = field(default_factory=dict)
     rejected: list[int] = field(default_factory=list)
     lps: int = 0
     attempts: int = 0
     repairs: int = 0
+    decision_s: list[float] = field(default_factory=list)
 
     def total_delay(self, jobs: Sequence[LocalityJob]) -> float:
         """``sum_i w_i (C_i - a_i + 1)`` over the completed jobs."""
@@ -50,60 +64,150 @@ def best_slot_rate(job: LocalityJob, capacity: np.ndarray) -> float:
     return max(job.q_in * per_machine.max(), job.q_ex * min(per_machine.sum(), job.w_max))
 
 
-def executed_completion(job: LocalityJob, tasks: list[tuple[int, int, int]]) -> int | None:
+def job_level_work(job: LocalityJob, here: list[tuple[int, int]]) -> float:
+    """Work of one slot at the job-level rates: ``q_in`` on one machine, else ``q_ex``."""
+    rate = job.q_in if len({h for h, _ in here}) == 1 else job.q_ex
+    return rate * sum(n for _, n in here)
+
+
+def executed_completion(job: LocalityJob, tasks: list[Task],
+                        work_of: Callable[[list[tuple[int, int]]], float] | None = None) -> int | None:
     """First slot whose cumulative work at the true rates reaches ``V``."""
     done = 0.0
     for t in sorted({s for s, _, _ in tasks}):
         here = [(h, n) for s, h, n in tasks if s == t]
-        rate = job.q_in if len({h for h, _ in here}) == 1 else job.q_ex
-        done += rate * sum(n for _, n in here)
+        done += job_level_work(job, here) if work_of is None else work_of(here)
         if done >= job.work - 1e-9:
             return t
     return None
 
 
+def arrival_order(jobs: Sequence[LocalityJob], capacity: np.ndarray, t: int, order: str) -> list[int]:
+    arriving = [i for i, j in enumerate(jobs) if j.arrival == t]
+    if order == "sjf":
+        arriving.sort(key=lambda i: (jobs[i].work / best_slot_rate(jobs[i], capacity), i))
+    return arriving
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """How a PC-ILP becomes a plan: ``rr`` (LP + RR-PC with repair) or ``ilp`` (exact 0-1 program)."""
+
+    solver: str = "rr"
+    eps: float = 0.0
+    attempts: int = 5
+    kinds: tuple[int, ...] = BOTH
+
+    def plan(self, p: Patterns, rng: np.random.Generator, out: Schedule) -> np.ndarray | None:
+        out.lps += 1
+        z = solve_lp(p, integer=self.solver == "ilp")
+        if z is None:
+            return None
+        if self.solver == "ilp":
+            return plan_of(p, z).chosen
+        rounded = rr_pc(p, z, rng, self.attempts)
+        out.attempts += rounded.attempts
+        out.repairs += int(rounded.repaired)
+        return None if rounded.plan is None else rounded.plan.chosen
+
+
 def v_greedy(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, order: str = "sjf", solver: str = "rr",
-             eps: float = 0.0, attempts: int = 5, seed: int = 0, plan: str = "aware") -> Schedule:
+             eps: float = 0.0, attempts: int = 5, seed: int = 0, plan: str = "aware", kinds: tuple[int, ...] = BOTH,
+             work_of: Callable[[int, list[tuple[int, int]]], float] | None = None) -> Schedule:
+    """V-Greedy on ``jobs`` over machines ``capacity`` (H, R) and slots ``0..slots-1``."""
     residual = np.repeat(capacity[:, :, None], slots, axis=2).astype(float)
     rng = np.random.default_rng(seed)
+    rounding = Rounding(solver, eps, attempts, kinds)
     out = Schedule()
     for t in range(slots):
-        arriving = [i for i, j in enumerate(jobs) if j.arrival == t]
-        if order == "sjf":
-            arriving.sort(key=lambda i: (jobs[i].work / best_slot_rate(jobs[i], capacity), i))
-        for i in arriving:
+        for i in arrival_order(jobs, capacity, t, order):
+            began = time.perf_counter()
             planned = dataclasses.replace(jobs[i], q_in=jobs[i].q_ex) if plan == "unaware" else jobs[i]
-            chosen = _first_deadline(planned, t, slots, residual, solver, eps, attempts, rng, out)
+            chosen = _first_deadline(planned, t, slots, residual, rounding, rng, out)
             if chosen is None:
                 out.rejected.append(i)
-                continue
-            p, idx = chosen
-            tasks = [(int(p.slot[v]), int(p.machine[v]), int(p.workers[v])) for v in idx]
-            for s, h, n in tasks:
-                residual[h, :, s] -= planned.demand(n)
-            out.tasks[i] = tasks
-            done = executed_completion(jobs[i], tasks)
-            if done is not None:
-                out.completion[i] = done
+            else:
+                _commit(jobs, i, chosen, residual, out, work_of)
+            out.decision_s.append(time.perf_counter() - began)
     return out
 
 
-def _first_deadline(job: LocalityJob, start: int, slots: int, residual: np.ndarray, solver: str, eps: float,
-                    attempts: int, rng: np.random.Generator, out: Schedule) -> tuple[Patterns, np.ndarray] | None:
-    for deadline in range(start, slots):
-        p = patterns(job, start, deadline, residual, eps=eps)
-        out.lps += 1
-        z = solve_lp(p, integer=solver == "ilp")
-        if z is None:
-            continue
-        if solver == "ilp":
-            return p, plan_of(p, z).chosen
-        rounded = rr_pc(p, z, rng, attempts)
-        out.attempts += rounded.attempts
-        out.repairs += int(rounded.repaired)
-        if rounded.plan is not None:
-            return p, rounded.plan.chosen
+def _first_deadline(job: LocalityJob, start: int, slots: int, residual: np.ndarray, rounding: Rounding,
+                    rng: np.random.Generator, out: Schedule) -> tuple[Patterns, np.ndarray] | None:
+    first = earliest_deadline(job, start, residual, rounding.eps, rounding.kinds)
+    if first is None:
+        return None
+    for deadline in range(first, slots):
+        p = patterns(job, start, deadline, residual, eps=rounding.eps, kinds=rounding.kinds)
+        chosen = rounding.plan(p, rng, out)
+        if chosen is not None:
+            return p, chosen
     return None
 
 
-__all__ = ["ORDERS", "Schedule", "best_slot_rate", "executed_completion", "v_greedy"]
+def _commit(jobs: Sequence[LocalityJob], i: int, chosen: tuple[Patterns, np.ndarray], residual: np.ndarray, out: Schedule,
+            work_of: Callable[[int, list[tuple[int, int]]], float] | None, pool: PricedPool | None = None) -> None:
+    p, idx = chosen
+    tasks = sorted((int(p.slot[v]), int(p.machine[v]), int(p.workers[v])) for v in idx)
+    job = jobs[i]
+    for s, h, n in tasks:
+        residual[h, :, s] -= job.demand(n)
+    if pool is not None:
+        workers = np.zeros((residual.shape[0], residual.shape[2]))
+        ps = np.zeros_like(workers)
+        for s, h, n in tasks:
+            workers[h, s] += n
+            ps[h, s] += int(np.ceil(n / job.gamma))
+        pool.reserve(workers, job.alpha)
+        pool.reserve(ps, job.beta)
+    out.tasks[i] = tasks
+    done = executed_completion(job, tasks, None if work_of is None else (lambda here: work_of(i, here)))
+    if done is not None:
+        out.completion[i] = done
+
+
+@dataclass(frozen=True)
+class Prices:
+    """``L`` and ``U_r`` of V-PD's price function, and each job's utility of its delay in slots."""
+
+    L: float
+    U: np.ndarray
+    utility: Callable[[int, int], float]
+
+
+def v_pd(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, prices: Prices, order: str = "sjf",
+         eps: float = 0.0, attempts: int = 5, seed: int = 0,
+         work_of: Callable[[int, list[tuple[int, int]]], float] | None = None) -> tuple[Schedule, dict[int, float]]:
+    """V-PD; returns the schedule and each job's best payoff (admitted iff positive)."""
+    pool = PricedPool(capacity, slots, prices.L, prices.U)
+    rng = np.random.default_rng(seed)
+    rounding = Rounding("rr", eps, attempts)
+    out = Schedule()
+    payoffs: dict[int, float] = {}
+    for t in range(slots):
+        for i in arrival_order(jobs, capacity, t, order):
+            began = time.perf_counter()
+            residual = pool.free()
+            best: tuple[float, tuple[Patterns, np.ndarray]] | None = None
+            first = earliest_deadline(jobs[i], t, residual, eps)
+            for deadline in range(first if first is not None else slots, slots):
+                value = prices.utility(i, deadline - t + 1)
+                if best is not None and value <= best[0]:
+                    break  # the utility only falls with the deadline and costs are positive
+                p = patterns(jobs[i], t, deadline, residual, kappa=pool.price, eps=eps)
+                chosen = rounding.plan(p, rng, out)
+                if chosen is None:
+                    continue
+                payoff = value - float(p.cost[chosen].sum())
+                if best is None or payoff > best[0]:
+                    best = (payoff, (p, chosen))
+            payoffs[i] = best[0] if best is not None else -np.inf
+            if best is None or best[0] <= 0:
+                out.rejected.append(i)
+            else:
+                _commit(jobs, i, best[1], residual, out, work_of, pool)
+            out.decision_s.append(time.perf_counter() - began)
+    return out, payoffs
+
+
+__all__ = ["BOTH", "ORDERS", "Prices", "Rounding", "Schedule", "best_slot_rate", "executed_completion", "v_greedy", "v_pd"]

@@ -83,50 +83,106 @@ class Patterns:
     def work(self) -> np.ndarray:
         return self.workers * self.rate
 
-    def rows(self) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
-        """``(A, lo, hi)`` of K1 (per (t, h)), K2 (per t) and V1 (last row)."""
+    def rows(self, compact: bool = False) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
+        """``(A, lo, hi)`` of K1 (per (t, h)), K2 (per t) and V1 (last row).
+
+        With ``compact`` the matrix has ``slots`` more columns, one ``X_t`` per slot equal to the
+        slot's co-located mass (extra rows ``sum co(t) - X_t = 0`` after V1), and K1 reads
+        ``X_t + sum spread(t, h) <= 1``: the same LP with ``O(size + slots H)`` nonzeros instead
+        of ``O(size H)`` (a co-located pattern otherwise sits in every machine's K1 row).
+        """
         slots = self.deadline - self.start + 1
-        k1_rows, k1_cols = [], []
-        for v in range(self.size):
-            t = self.slot[v] - self.start
-            if self.kind[v] == CO_LOCATED:  # blocks every machine of its slot
-                k1_rows += [t * self.H + h for h in range(self.H)]
-                k1_cols += [v] * self.H
-            else:
-                k1_rows.append(t * self.H + self.machine[v])
-                k1_cols.append(v)
+        t = self.slot - self.start
+        co = np.flatnonzero(self.kind == CO_LOCATED)  # blocks every machine of its slot
+        sp = np.flatnonzero(self.kind != CO_LOCATED)
         n_k1 = slots * self.H
-        rows = np.concatenate([k1_rows, n_k1 + (self.slot - self.start), np.full(self.size, n_k1 + slots)])
-        cols = np.concatenate([k1_cols, np.arange(self.size), np.arange(self.size)])
-        vals = np.concatenate([np.ones(len(k1_cols)), self.workers.astype(float), self.work])
-        a = sparse.csr_matrix((vals, (rows.astype(int), cols.astype(int))), shape=(n_k1 + slots + 1, self.size))
-        lo = np.concatenate([np.full(n_k1 + slots, -np.inf), [self.target]])
-        hi = np.concatenate([np.ones(n_k1), np.full(slots, float(self.job.w_max)), [np.inf]])
-        return a, lo, hi
+        if compact:
+            aux = self.size + np.arange(slots)
+            k1_rows = np.concatenate([np.arange(n_k1), t[sp] * self.H + self.machine[sp]])
+            k1_cols = np.concatenate([np.repeat(aux, self.H), sp])
+        else:
+            k1_rows = np.concatenate([(t[co, None] * self.H + np.arange(self.H)[None, :]).ravel(), t[sp] * self.H + self.machine[sp]])
+            k1_cols = np.concatenate([np.repeat(co, self.H), sp])
+        rows = [k1_rows, n_k1 + t, np.full(self.size, n_k1 + slots)]
+        cols = [k1_cols, np.arange(self.size), np.arange(self.size)]
+        vals = [np.ones(len(k1_cols)), self.workers.astype(float), self.work]
+        lo = [np.full(n_k1 + slots, -np.inf), [self.target]]
+        hi = [np.ones(n_k1), np.full(slots, float(self.job.w_max)), [np.inf]]
+        width = self.size
+        if compact:
+            link = n_k1 + slots + 1
+            rows += [link + t[co], link + np.arange(slots)]
+            cols += [co, self.size + np.arange(slots)]
+            vals += [np.ones(len(co)), -np.ones(slots)]
+            lo.append(np.zeros(slots))
+            hi.append(np.zeros(slots))
+            width += slots
+        n_rows = n_k1 + slots + 1 + (slots if compact else 0)
+        a = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows).astype(int), np.concatenate(cols).astype(int))),
+                              shape=(n_rows, width))
+        return a, np.concatenate(lo), np.concatenate(hi)
 
 
 def patterns(job: LocalityJob, start: int, deadline: int, residual: np.ndarray, kappa: np.ndarray | None = None,
-             eps: float = 0.0) -> Patterns:
-    """Every admissible pattern of ``job`` in slots ``start..deadline`` (``residual``: (H, R, T))."""
-    h_count, _, _ = residual.shape
+             eps: float = 0.0, kinds: tuple[int, ...] = (CO_LOCATED, SPREAD)) -> Patterns:
+    """Every admissible pattern of ``job`` in slots ``start..deadline`` (``residual``: (H, R, T)).
+
+    Ordered by slot, machine, worker count, then kind; ``kinds`` restricts the program to
+    co-located or to spread patterns (the always-co-locate and always-spread baselines).
+    """
+    h_count, r_count, _ = residual.shape
     n = np.arange(1, job.w_max + 1)
-    demand = job.demand(n)                                              # (N, R)
-    kind, slot, machine, workers, cost, rate = [], [], [], [], [], []
-    for t in range(start, deadline + 1):
-        for h in range(h_count):
-            fits = (demand <= residual[h, :, t] + 1e-9).all(axis=1)
-            for k in n[fits]:
-                c = float(demand[k - 1] @ (np.ones(residual.shape[1]) if kappa is None else kappa[h, :, t]))
-                for which, q in ((CO_LOCATED, job.q_in), (SPREAD, job.q_ex)):
-                    kind.append(which)
-                    slot.append(t)
-                    machine.append(h)
-                    workers.append(k)
-                    cost.append(c)
-                    rate.append(q)
-    arr = lambda x, dt=float: np.array(x, dtype=dt)  # noqa: E731
-    return Patterns(job, start, deadline, arr(kind, np.int64), arr(slot, np.int64), arr(machine, np.int64),
-                    arr(workers, np.int64), arr(cost), arr(rate), (1.0 + eps) * job.work, h_count)
+    demand = job.demand(n)                                                  # (N, R)
+    window = residual[:, :, start:deadline + 1]                             # (H, R, S)
+    fits = (demand[None, :, :, None] <= window[:, None, :, :] + 1e-9).all(axis=2)   # (H, N, S)
+    weights = np.ones_like(window) if kappa is None else kappa[:, :, start:deadline + 1]
+    unit_cost = np.einsum("nr,hrs->hns", demand, weights)
+    h_idx, n_idx, s_idx = np.nonzero(fits)
+    order = np.lexsort((n_idx, h_idx, s_idx))
+    h_idx, n_idx, s_idx = h_idx[order], n_idx[order], s_idx[order]
+    kinds_arr = np.asarray(kinds, dtype=np.int64)
+    k = len(kinds_arr)
+    kind = np.tile(kinds_arr, len(h_idx))
+    rate = np.where(kind == CO_LOCATED, job.q_in, job.q_ex).astype(float)
+    return Patterns(job, start, deadline, kind, np.repeat(s_idx + start, k).astype(np.int64), np.repeat(h_idx, k).astype(np.int64),
+                    np.repeat(n[n_idx], k).astype(np.int64), np.repeat(unit_cost[h_idx, n_idx, s_idx], k).astype(float), rate,
+                    (1.0 + eps) * job.work, h_count)
+
+
+def slot_capacity_work(job: LocalityJob, residual: np.ndarray, kinds: tuple[int, ...] = (CO_LOCATED, SPREAD)) -> np.ndarray:
+    """Most work the LP relaxation can give ``job`` in each slot of ``residual`` (H, R, T).
+
+    Per slot the LP mixes a co-located mass ``lam`` (the largest fitting worker count ``n_co``)
+    with spread mass ``1 - lam`` on every machine (``S`` = sum of the largest fitting counts),
+    capped by K2: ``lam q_in n_co + q_ex min((1 - lam) S, w_max - lam n_co)``, concave and
+    piecewise linear in ``lam``, so its maximum is at ``lam`` = 0, 1 or the kink.  Slots are
+    coupled only through V1, so the earliest LP-feasible deadline is where the running sum of
+    these values reaches the target (no LP needed).
+    """
+    n = np.arange(1, job.w_max + 1)
+    fits = (job.demand(n)[None, :, :, None] <= residual[:, None, :, :] + 1e-9).all(axis=2)   # (H, N, T)
+    n_max = np.where(fits, n[None, :, None], 0).max(axis=1).astype(float)                    # (H, T)
+    n_co = np.minimum(n_max.max(axis=0), job.w_max)
+    total = n_max.sum(axis=0)
+    w = float(job.w_max)
+
+    def mix(lam: np.ndarray) -> np.ndarray:
+        return lam * job.q_in * n_co + job.q_ex * np.maximum(np.minimum((1 - lam) * total, w - lam * n_co), 0.0)
+
+    if tuple(kinds) == (CO_LOCATED,):
+        return job.q_in * n_co
+    if tuple(kinds) == (SPREAD,):
+        return mix(np.zeros_like(total))
+    kink = np.clip(np.divide(total - w, total - n_co, out=np.zeros_like(total), where=total > n_co), 0.0, 1.0)
+    return np.maximum.reduce([mix(np.zeros_like(total)), mix(np.ones_like(total)), mix(kink)])
+
+
+def earliest_deadline(job: LocalityJob, start: int, residual: np.ndarray, eps: float = 0.0,
+                      kinds: tuple[int, ...] = (CO_LOCATED, SPREAD)) -> int | None:
+    """First deadline whose LP relaxation is feasible (target ``(1 + eps) V``), or ``None`` within the horizon."""
+    reach = np.cumsum(slot_capacity_work(job, residual[:, :, start:], kinds))
+    hit = np.flatnonzero(reach >= (1.0 + eps) * job.work - 1e-9)
+    return None if hit.size == 0 else start + int(hit[0])
 
 
 @dataclass(frozen=True)
@@ -145,11 +201,13 @@ def solve_lp(p: Patterns, time_limit: float = 30.0, integer: bool = False) -> np
     """The LP relaxation (or, with ``integer``, the 0-1 program) by HiGHS; ``None`` if infeasible."""
     if p.size == 0:
         return None
-    a, lo, hi = p.rows()
-    res = ArrayLP(p.cost, a, lo, hi, np.zeros(p.size), np.ones(p.size), time_limit=time_limit, integer=integer, gap=0.0).solve()
+    a, lo, hi = p.rows(compact=True)
+    width = a.shape[1]
+    cost = np.concatenate([p.cost, np.zeros(width - p.size)])
+    res = ArrayLP(cost, a, lo, hi, np.zeros(width), np.ones(width), time_limit=time_limit, integer=integer, gap=0.0).solve()
     if res.status != "optimal":
         return None
-    return np.clip(res.x, 0.0, 1.0)
+    return np.clip(res.x[:p.size], 0.0, 1.0)
 
 
 def pcilp_model(p: Patterns) -> pyo.ConcreteModel:

@@ -102,32 +102,62 @@ def _feasible(p: Patterns, chosen: list[int]) -> bool:
 
 
 def repair_plan(p: Patterns, plan: Plan) -> Plan | None:
-    """Greedy repair until the plan covers ``V``; ``None`` when no move is left."""
-    chosen = [int(v) for v in plan.chosen]
-    work = float(p.work[chosen].sum())
-    while work < p.job.work - 1e-9:
-        moves = []
-        for v in range(p.size):
-            if v in chosen:
-                continue
-            same = [u for u in chosen if p.slot[u] == p.slot[v] and p.machine[u] == p.machine[v] and p.kind[u] == p.kind[v]]
-            trial = [u for u in chosen if u not in same] + [v]
-            gain = p.work[v] - p.work[same].sum()
-            extra = p.cost[v] - p.cost[same].sum()
-            if gain <= 0 or not _feasible(p, trial):
-                continue
-            moves.append((work + gain >= p.job.work - 1e-9, gain, extra, v, same))
-        if not moves:
-            return None
-        finishing = [m for m in moves if m[0]]
-        if finishing:
-            _, gain, extra, v, same = min(finishing, key=lambda m: (m[2], -m[1], m[3]))
+    """Greedy repair until the plan covers ``V``; ``None`` when no move is left.
+
+    Each step scores every pattern at once: its machine and slot state (the slot's co-located
+    pattern, the spread pattern on its machine, the slot's worker count) decides whether it can
+    be added or replace the pattern of its kind on its machine without breaking K1 or K2.
+    """
+    slots = p.deadline - p.start + 1
+    t_of = p.slot - p.start
+    co_at = np.full(slots, -1)
+    spread_at = np.full((slots, p.H), -1)
+    for v in plan.chosen:
+        if p.kind[v] == CO_LOCATED:
+            co_at[t_of[v]] = v
         else:
-            _, gain, extra, v, same = max(moves, key=lambda m: (m[1] / m[2] if m[2] > 0 else np.inf, -m[3]))
-        chosen = [u for u in chosen if u not in same] + [v]
-        work += gain
-    chosen_arr = np.array(sorted(chosen), dtype=np.int64)
-    return Plan(chosen_arr, float(p.work[chosen_arr].sum()), float(p.cost[chosen_arr].sum()))
+            spread_at[t_of[v], p.machine[v]] = v
+    chosen = np.zeros(p.size, dtype=bool)
+    chosen[plan.chosen] = True
+    work = float(p.work[chosen].sum())
+    co = p.kind == CO_LOCATED
+    index = np.arange(p.size)
+    while work < p.job.work - 1e-9:
+        current_co = co_at[t_of]
+        current_sp = spread_at[t_of, p.machine]
+        slot_spread = (spread_at >= 0).any(axis=1)[t_of]
+        co_machine = np.where(current_co >= 0, p.machine[np.maximum(current_co, 0)], -1)
+        replaced = np.where(co, np.where(co_machine == p.machine, current_co, -1), current_sp)
+        workers_in_slot = np.bincount(t_of[chosen], weights=p.workers[chosen], minlength=slots)[t_of]
+        old_work = np.where(replaced >= 0, p.work[np.maximum(replaced, 0)], 0.0)
+        old_cost = np.where(replaced >= 0, p.cost[np.maximum(replaced, 0)], 0.0)
+        old_workers = np.where(replaced >= 0, p.workers[np.maximum(replaced, 0)], 0)
+        k1 = np.where(co, ~slot_spread & ((current_co < 0) | (co_machine == p.machine)), current_co < 0)
+        k2 = np.where(co, p.workers, workers_in_slot - old_workers + p.workers) <= p.job.w_max
+        gain = p.work - old_work
+        extra = p.cost - old_cost
+        ok = ~chosen & k1 & k2 & (gain > 0)
+        if not ok.any():
+            return None
+        finishing = ok & (work + gain >= p.job.work - 1e-9)
+        if finishing.any():
+            cand = index[finishing]
+            v = cand[np.lexsort((cand, -gain[cand], extra[cand]))[0]]
+        else:
+            cand = index[ok]
+            ratio = np.where(extra[cand] > 0, gain[cand] / np.where(extra[cand] > 0, extra[cand], 1.0), np.inf)
+            v = cand[np.lexsort((cand, -ratio))[0]]
+        old = replaced[v]
+        if old >= 0:
+            chosen[old] = False
+        chosen[v] = True
+        if co[v]:
+            co_at[t_of[v]] = v
+        else:
+            spread_at[t_of[v], p.machine[v]] = v
+        work += float(gain[v])
+    picked = np.flatnonzero(chosen)
+    return Plan(picked, float(p.work[picked].sum()), float(p.cost[picked].sum()))
 
 
 def packing_rows(p: Patterns) -> int:
