@@ -1,6 +1,8 @@
-"""Locality (spec 001), the parts built so far: the PC-ILP, its LP, RR-PC and the repair, on the toy of section 7."""
+"""Locality (spec 001): the PC-ILP, its LP, RR-PC and the repair on the toy of section 7, and the family (view, methods, checker, generator, CLI)."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -212,3 +214,169 @@ def test_v_greedy_on_the_toy(solver, order, plan, total, completion):
         for slot, machine, workers in tasks:
             used[machine, slot] += [JOB1, JOB2][i].demand(workers)[0]
     assert used.max() <= 6.0  # every slot's plan fits the machines
+
+
+# --- the family: instance view, methods, checker, generator, CLI ----------------------------------
+
+from mlsched_opt.checking import check_solution  # noqa: E402
+from mlsched_opt.io import from_document, load_instance, read_document  # noqa: E402
+from mlsched_opt.problems import REGISTRY, GenerateSpec  # noqa: E402
+from mlsched_opt.problems.locality.pcilp import SPREAD, earliest_deadline  # noqa: E402
+from mlsched_opt.problems.locality.view import locality_view  # noqa: E402
+
+from .conftest import ROOT  # noqa: E402
+
+FAMILY = REGISTRY["locality"]
+TOY = ROOT / "instances" / "locality-toy.toml"
+SHIPPED = ROOT / "instances" / "locality-6jobs.toml"
+
+
+def test_toy_file_gives_the_spec_rates_and_jobs():
+    view = locality_view(load_instance(TOY))
+    assert [(j.work, j.q_in, j.q_ex, j.gamma) for j in view.jobs] == [(16.0, 1.5, 1.0, 2), (12.0, 1.5, 1.0, 2)]
+    assert view.jobs[0].demand(np.arange(1, 5))[:, 0].tolist() == [2, 3, 5, 6]
+
+
+@pytest.mark.parametrize("method, options, value", [
+    ("exact", {}, 5.0),
+    ("greedy-rr", {}, 5.0),
+    ("greedy-ilp", {}, 5.0),                                   # SJF: job B first
+    ("greedy-ilp", {"order": "fifo"}, 6.0),                    # pitfall P10
+    ("unaware", {"order": "fifo", "epsilon": 0.0}, 6.0),
+    ("unaware", {"epsilon": 0.0}, 6.0),
+    ("pd-rr", {}, 5.0),
+])
+def test_toy_methods_through_the_family(method, options, value):
+    inst = load_instance(TOY)
+    sol = FAMILY.run(inst, method, SolveOptions(time_limit=60, gap=0.0), options)
+    assert sol.report.objective == pytest.approx(value)
+    check = check_solution(inst, sol)
+    assert check.feasible, [str(v) for v in check.violations]
+    if method == "exact":
+        assert sol.report.status == "optimal"
+        assert sol.decision["extra"]["completion"] == {"A": 2, "B": 1}
+
+
+def _toy_solution():
+    inst = load_instance(TOY)
+    return inst, FAMILY.run(inst, "greedy-rr", SolveOptions(seed=0))
+
+
+@pytest.mark.parametrize("damage, rule", [
+    (lambda d: d["schedule"]["B"][0]["workers"].update({"M/0": 6}), "capacity"),
+    (lambda d: d["schedule"]["B"][0]["ps"].clear(), "ps-count"),
+    (lambda d: d["schedule"]["B"][0].update({"slot": 9}), "domain"),
+    (lambda d: d["schedule"]["A"].pop(), "work"),
+    (lambda d: d["extra"]["completion"].update({"A": 1}), "completion"),
+    (lambda d: d["schedule"]["A"][0]["workers"].update({"M/0": 9}), "worker-cap"),
+])
+def test_checker_catches_each_broken_rule(damage, rule):
+    inst, sol = _toy_solution()
+    damage(sol.decision)
+    check = check_solution(inst, sol)
+    assert not check.feasible
+    assert rule in {v.rule for v in check.violations}, [str(v) for v in check.violations]
+
+
+def test_checker_recomputes_the_objective_of_a_spread_schedule():
+    """Job B spread 4 + 4 workers for slots 0-1 and 2 (8 + 8 + 8 >= 12 in 2 slots at q_ex = 1), A co-located later."""
+    inst = load_instance(TOY)
+    both = {"workers": {"M/0": 4, "M/1": 2}, "ps": {"M/0": 2, "M/1": 1}}
+    decision = {"admitted": ["B"], "schedule": {"B": [{"slot": 0, **both}, {"slot": 1, **both}]}, "extra": {"completion": {"B": 1}}}
+    from mlsched_opt.checking.core import CheckResult
+
+    result = CheckResult()
+    FAMILY.check(inst, decision, FAMILY.parse_options({}), result)
+    assert result.feasible, [str(v) for v in result.violations]
+    assert result.objective == 2 + 5  # B done in slot 1; A never runs: charged T - a + 1 = 5
+
+
+def test_pair_locality_is_never_slower_than_job_level_and_equal_on_one_machine():
+    view = locality_view(load_instance(TOY))
+    spread = (np.array([4, 2]), np.array([2, 1]))
+    assert view.slot_work(0, *spread, locality="job") == 6.0
+    assert view.slot_work(0, *spread, locality="pair") > 6.0
+    one = (np.array([4, 0]), np.array([2, 0]))
+    assert view.slot_work(0, *one, locality="pair") == view.slot_work(0, *one, locality="job") == 6.0
+    with pytest.raises(Exception, match="locality=job"):
+        FAMILY.run(load_instance(TOY), "exact", SolveOptions(), {"locality": "pair"})
+
+
+@settings(max_examples=40, deadline=None)
+@given(caps=st.lists(st.integers(0, 7), min_size=6, max_size=6), work=st.floats(1, 40), w_max=st.integers(1, 8),
+       kinds=st.sampled_from([(CO_LOCATED, SPREAD), (CO_LOCATED,), (SPREAD,)]))
+def test_earliest_deadline_is_the_first_deadline_with_a_feasible_lp(caps, work, w_max, kinds):
+    """The LP-free frontier V-Greedy starts its scan at equals the first LP-feasible deadline."""
+    job = LocalityJob("j", 0, work, 1.5, 1.0, np.array([1.0]), np.array([1.0]), 2, w_max)
+    residual = np.array(caps, dtype=float).reshape(2, 1, 3)
+    first = next((d for d in range(3) if solve_lp(patterns(job, 0, d, residual, kinds=kinds)) is not None), None)
+    assert earliest_deadline(job, 0, residual, kinds=kinds) == first
+
+
+def test_greedy_rr_is_seeded():
+    inst = load_instance(SHIPPED)
+    a, b = (FAMILY.run(inst, "greedy-rr", SolveOptions(seed=3), {"epsilon": 0.0, "attempts": 1}) for _ in range(2))
+    assert a.decision["schedule"] == b.decision["schedule"] and a.report.objective == b.report.objective
+
+
+def test_shipped_instance_is_what_its_source_command_generates():
+    doc = read_document(SHIPPED)
+    assert doc["source"].startswith("mlsched generate --problem locality --jobs 6 --servers 2 --slots 10 --seed 1;")
+    assert FAMILY.generate(GenerateSpec(jobs=6, servers=2, seed=1, slots=10, options=FAMILY.parse_generate_options({}))) == doc
+
+
+def test_shipped_instance_exact_against_greedy_rr():
+    inst = load_instance(SHIPPED)
+    exact = FAMILY.run(inst, "exact", SolveOptions(time_limit=120, gap=0.0))
+    greedy = FAMILY.run(inst, "greedy-rr", SolveOptions(seed=0))
+    assert exact.report.status == "optimal"
+    assert exact.report.objective == pytest.approx(27.0)
+    assert exact.report.objective <= greedy.report.objective <= 1.3 * exact.report.objective
+    assert check_solution(inst, exact).feasible and check_solution(inst, greedy).feasible
+
+
+def test_pollux_calibration_sets_inter_bandwidth_from_measured_step_times():
+    from mlsched_opt.problems.locality.calibration import inter_bandwidth, pollux_ratio
+
+    ratio = pollux_ratio("imagenet")
+    assert 1.0 < ratio < 1.2  # 4 GPUs on 4 nodes vs 1 node, median over local batch sizes
+    b_ex = inter_bandwidth(0.2, 1.6, 50.0, ratio)
+    assert (0.2 + 1.6 / b_ex) / (0.2 + 1.6 / 50.0) == pytest.approx(ratio)
+    doc = FAMILY.generate(GenerateSpec(jobs=8, servers=2, seed=4, slots=8,
+                                       options=FAMILY.parse_generate_options({"calibration": "pollux"})))
+    calibrated = [j for j in doc["jobs"] if j["model"] in ("resnet50", "resnet18")]
+    assert calibrated and all("inter_bandwidth_gbps" in j["step"] for j in calibrated)
+    assert all("inter_bandwidth_gbps" not in j["step"] for j in doc["jobs"] if j["model"] not in ("resnet50", "resnet18"))
+
+
+def test_generate_then_solve_from_the_cli(run, tmp_path):
+    path = tmp_path / "l.toml"
+    code, out, err = run("generate", "--problem", "locality", "--jobs", "4", "--servers", "2", "--slots", "6", "--seed", "2", "-o", path)
+    assert code == 0, err
+    code, out, err = run("solve", path, "--method", "greedy-rr", "--epsilon", "0.1", "--attempts", "3", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["check"]["feasible"] and doc["options"]["epsilon"] == 0.1 and doc["options"]["attempts"] == 3
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["jobs"][0]["step"].pop("ps_fan_in"), "jobs[0].step.ps_fan_in"),
+    (lambda d: d["jobs"][0].pop("local_batch_size"), "jobs[0].local_batch_size"),
+    (lambda d: d["cluster"].pop("inter_server_bandwidth_gbps"), "jobs[0].step.inter_bandwidth_gbps"),
+    (lambda d: d["cluster"]["servers"][0].update({"role": "worker"}), "jobs[0].demand.ps"),  # no server may host a PS
+    (lambda d: d["jobs"][0]["demand"]["ps"].update({"cpu": 6}), "jobs[0].demand"),
+    (lambda d: d["jobs"][0].update({"work": {"iterations": 5}}), "jobs[0].work"),
+])
+def test_user_errors_exit_2_and_name_the_field(run, tmp_path, edit, field):
+    doc = read_document(TOY)
+    edit(doc)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run("solve", path, "--method", "greedy-rr")
+    assert code == 2, (out, err)
+    assert field in err and "Traceback" not in err
+
+
+def test_rounding_flags_are_refused_where_nothing_rounds(run):
+    code, out, err = run("solve", ROOT / "instances" / "demo.toml", "--epsilon", "0.1")
+    assert code == 2 and "--epsilon" in err and "Traceback" not in err
