@@ -116,7 +116,8 @@ def _result(view: LocalityView, out: Schedule, name: str, options: Mapping[str, 
     value = total_delay(view, out.completion)
     per_job = np.array(out.decision_s) if out.decision_s else np.zeros(1)
     stats = {"lps": out.lps, "rounding_attempts": out.attempts, "repairs": out.repairs,
-             "decision_s_mean": float(per_job.mean()), "decision_s_max": float(per_job.max()),
+             "decision_s_mean": float(per_job.mean()), "decision_s_p95": float(np.percentile(per_job, 95)),
+             "decision_s_max": float(per_job.max()),
              "rejected": [view.jobs[i].id for i in out.rejected], **dict(extra or {})}
     message = (f"{len(out.completion)}/{len(view.jobs)} jobs finish, {out.lps} LPs, {out.repairs} repairs, "
                f"{1000 * stats['decision_s_mean']:.1f} ms per arriving job")
