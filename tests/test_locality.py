@@ -219,7 +219,7 @@ def test_v_greedy_on_the_toy(solver, order, plan, total, completion):
 # --- the family: instance view, methods, checker, generator, CLI ----------------------------------
 
 from mlsched_opt.checking import check_solution  # noqa: E402
-from mlsched_opt.io import from_document, load_instance, read_document  # noqa: E402
+from mlsched_opt.io import load_instance, read_document  # noqa: E402
 from mlsched_opt.problems import REGISTRY, GenerateSpec  # noqa: E402
 from mlsched_opt.problems.locality.pcilp import SPREAD, earliest_deadline  # noqa: E402
 from mlsched_opt.problems.locality.view import locality_view  # noqa: E402
