@@ -336,8 +336,11 @@ def test_shipped_instance_exact_against_greedy_rr():
 
 
 def test_pollux_calibration_sets_inter_bandwidth_from_measured_step_times():
-    from mlsched_opt.problems.locality.calibration import inter_bandwidth, pollux_ratio
+    from mlsched_opt.io import load_catalog
+    from mlsched_opt.problems.locality.calibration import gavel_ratio, inter_bandwidth, pollux_ratio
 
+    assert gavel_ratio(load_catalog()["resnet50"]) == pytest.approx(9.45195 / 11.13643)  # spread runs faster: below 1
+    assert inter_bandwidth(0.2, 1.6, 50.0, 0.85) == 50.0                                   # which b_in >= b_ex cannot express
     ratio = pollux_ratio("imagenet")
     assert 1.0 < ratio < 1.2  # 4 GPUs on 4 nodes vs 1 node, median over local batch sizes
     b_ex = inter_bandwidth(0.2, 1.6, 50.0, ratio)
