@@ -383,3 +383,16 @@ def test_user_errors_exit_2_and_name_the_field(run, tmp_path, edit, field):
 def test_rounding_flags_are_refused_where_nothing_rounds(run):
     code, out, err = run("solve", ROOT / "instances" / "demo.toml", "--epsilon", "0.1")
     assert code == 2 and "--epsilon" in err and "Traceback" not in err
+
+
+def test_an_incumbent_whose_completion_indicator_lags_its_work_is_rescored():
+    inst = load_instance(TOY)
+    opts = FAMILY.parse_options({})
+    m = FAMILY.build_model(inst, opts)
+    assert solve(m, SolveOptions(gap=0.0)).objective == pytest.approx(5.0)
+    for i, t in m.D:  # job B's work is done in slot 1; let its indicator claim slot 3, as an unproven incumbent may
+        if i == 1:
+            m.f[i, t].value = 1.0 if t == 3 else 0.0
+    decision = FAMILY.decision_from_model(inst, opts, m)
+    assert decision["extra"]["completion"] == {"A": 2, "B": 1}
+    assert FAMILY.rescore(inst, opts, decision) == 5.0

@@ -192,7 +192,7 @@ def v_pd(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, prices: 
             first = earliest_deadline(jobs[i], t, residual, eps)
             for deadline in range(first if first is not None else slots, slots):
                 value = prices.utility(i, deadline - t + 1)
-                if best is not None and value <= best[0]:
+                if value <= (0.0 if best is None else best[0]):
                     break  # the utility only falls with the deadline and costs are positive
                 p = patterns(jobs[i], t, deadline, residual, kappa=pool.price, eps=eps)
                 chosen = rounding.plan(p, rng, out)
