@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..io.catalog import Catalog
+from .base import GenerateSpec, Option
 
 #: name -> (GPU model, capacity, source).  memory_gb is 10^9 bytes (GiB figures converted).
 SERVER_SHAPES: dict[str, tuple[str, dict[str, float], str]] = {
@@ -62,3 +63,15 @@ def random_job(rng: np.random.Generator, index: int, catalog: Catalog, models: l
         job["demand"]["ps"] = dict(demand["ps"])
     job["weight"] = weight
     return job
+
+
+def generate_command(problem: str, spec: GenerateSpec, options: tuple[Option, ...], slots: int | None = None) -> str:
+    """The ``mlsched generate`` command that reproduces an instance (it opens the instance's ``source``)."""
+    sets = "".join(f" --set {o.name}={_plain(spec.options[o.name])}" for o in options
+                   if o.name in spec.options and spec.options[o.name] != o.default)
+    window = "" if slots is None else f" --slots {slots}"
+    return f"mlsched generate --problem {problem} --jobs {spec.jobs} --servers {spec.servers}{window} --seed {spec.seed}{sets}"
+
+
+def _plain(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

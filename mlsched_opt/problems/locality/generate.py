@@ -24,6 +24,7 @@ import numpy as np
 from ...errors import UserError
 from ...io.catalog import Catalog, load_catalog
 from ..base import GenerateSpec, Option
+from ..generation import generate_command
 from .calibration import POLLUX_TRACE, inter_bandwidth, pollux_ratio
 from .view import MB_TO_GBIT
 
@@ -65,23 +66,13 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
         "format": "mlsched-instance/1",
         "name": f"locality-{spec.jobs}j-{spec.servers}m-{T}t-seed{spec.seed}",
         "description": f"locality setting: b_in/b_ex = {opts['bandwidth_ratio']:g}, calibration {opts['calibration']}",
-        "source": f"{_command(spec, T)}; spec papers/001_locality_rounding.md section 5 (our design); compute times: Gavel "
+        "source": f"{generate_command('locality', spec, OPTIONS, T)}; spec papers/001_locality_rounding.md section 5 (our design); compute times: Gavel "
                   "1-GPU V100 throughputs in models/; gradient sizes: models/",
         "problem": "locality",
         "time": {"slots": T, "slot_s": float(opts["slot_s"])},
         "cluster": {"intra_server_bandwidth_gbps": b_in, "inter_server_bandwidth_gbps": b_ex, "servers": servers},
         "jobs": jobs,
     }
-
-
-def _command(spec: GenerateSpec, T: int) -> str:
-    sets = "".join(f" --set {o.name}={_plain(spec.options[o.name])}" for o in OPTIONS
-                   if o.name in spec.options and spec.options[o.name] != o.default)
-    return f"mlsched generate --problem locality --jobs {spec.jobs} --servers {spec.servers} --slots {T} --seed {spec.seed}{sets}"
-
-
-def _plain(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _job(rng: np.random.Generator, n: int, arrival: int, catalog: Catalog, opts: dict[str, Any], b_in: float) -> dict[str, Any]:

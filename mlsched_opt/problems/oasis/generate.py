@@ -35,6 +35,7 @@ from ...errors import UserError
 from ...io.catalog import Catalog
 from ...io.shared_data import shared_file
 from ..base import GenerateSpec, Option
+from ..generation import generate_command
 
 GIB = 1.073741824
 #: name -> (capacity, source); memory converted from GiB to GB.
@@ -83,23 +84,13 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
         "format": "mlsched-instance/1",
         "name": f"oasis-{spec.jobs}j-{M}+{M}s-{T}t-seed{spec.seed}",
         "description": f"OASiS simulation setting ({opts.get('setting', 'calibrated')} tau, {opts.get('arrivals', 'uniform')} arrivals)",
-        "source": f"{_command(spec, T)}; setting of Bao et al., INFOCOM 2018, section V-A (spec papers/000_oasis.md 5.1); "
+        "source": f"{generate_command('oasis', spec, OPTIONS, T)}; setting of Bao et al., INFOCOM 2018, section V-A (spec papers/000_oasis.md 5.1); "
                   "server shapes: " + "; ".join(sources),
         "problem": "oasis",
         "time": {"slots": T, "slot_s": SLOT_S},
         "cluster": {"servers": servers},
         "jobs": jobs,
     }
-
-
-def _command(spec: GenerateSpec, T: int) -> str:
-    sets = "".join(f" --set {o.name}={_plain(spec.options[o.name])}" for o in OPTIONS
-                   if o.name in spec.options and spec.options[o.name] != o.default)
-    return f"mlsched generate --problem oasis --jobs {spec.jobs} --servers {spec.servers} --slots {T} --seed {spec.seed}{sets}"
-
-
-def _plain(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _u(rng: np.random.Generator, lo: float, hi: float, digits: int = 3) -> float:
