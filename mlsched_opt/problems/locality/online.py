@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..oasis.prices import PricedPool
-from .pcilp import CO_LOCATED, SPREAD, LocalityJob, Patterns, earliest_deadline, patterns, plan_of, solve_lp
+from .pcilp import CO_LOCATED, SPREAD, LocalityJob, Patterns, earliest_deadline, largest_fit, patterns, plan_of, solve_lp
 from .rounding import rr_pc
 
 ORDERS = ("sjf", "fifo")
@@ -58,9 +58,7 @@ class Schedule:
 
 def best_slot_rate(job: LocalityJob, capacity: np.ndarray) -> float:
     """The most work one slot can give the job on the empty cluster (co-located or spread)."""
-    n = np.arange(1, job.w_max + 1)
-    fits = (job.demand(n)[None] <= capacity[:, None, :] + 1e-9).all(axis=2)      # (H, N)
-    per_machine = np.where(fits, n[None], 0).max(axis=1)
+    per_machine = largest_fit(job, capacity[:, :, None])[:, 0]
     return max(job.q_in * per_machine.max(), job.q_ex * min(per_machine.sum(), job.w_max))
 
 

@@ -149,6 +149,13 @@ def patterns(job: LocalityJob, start: int, deadline: int, residual: np.ndarray, 
                     (1.0 + eps) * job.work, h_count)
 
 
+def largest_fit(job: LocalityJob, residual: np.ndarray) -> np.ndarray:
+    """Most workers (with their PSs) of ``job`` that fit on each machine in each slot, ``(H, T)``; 0 if none."""
+    n = np.arange(1, job.w_max + 1)
+    fits = (job.demand(n)[None, :, :, None] <= residual[:, None, :, :] + 1e-9).all(axis=2)   # (H, N, T)
+    return np.where(fits, n[None, :, None], 0).max(axis=1)
+
+
 def slot_capacity_work(job: LocalityJob, residual: np.ndarray, kinds: tuple[int, ...] = (CO_LOCATED, SPREAD)) -> np.ndarray:
     """Most work the LP relaxation can give ``job`` in each slot of ``residual`` (H, R, T).
 
@@ -159,9 +166,7 @@ def slot_capacity_work(job: LocalityJob, residual: np.ndarray, kinds: tuple[int,
     coupled only through V1, so the earliest LP-feasible deadline is where the running sum of
     these values reaches the target (no LP needed).
     """
-    n = np.arange(1, job.w_max + 1)
-    fits = (job.demand(n)[None, :, :, None] <= residual[:, None, :, :] + 1e-9).all(axis=2)   # (H, N, T)
-    n_max = np.where(fits, n[None, :, None], 0).max(axis=1).astype(float)                    # (H, T)
+    n_max = largest_fit(job, residual).astype(float)
     n_co = np.minimum(n_max.max(axis=0), job.w_max)
     total = n_max.sum(axis=0)
     w = float(job.w_max)
