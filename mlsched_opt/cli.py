@@ -116,10 +116,11 @@ def validate(ctx: click.Context, file: str) -> int:
 @click.option("--samples", type=int, default=None, metavar="M", help="Shorthand for --set samples=M (sampling methods).")
 @click.option("--epsilon", type=float, default=None, metavar="EPS", help="Shorthand for --set epsilon=EPS (covering inflation of LP + rounding).")
 @click.option("--attempts", type=int, default=None, metavar="F", help="Shorthand for --set attempts=F (rounding attempts).")
+@click.option("--model", "model", default=None, metavar="PATH", help="Shorthand for --set model=PATH (a trained policy, method drl).")
 @click.option("--out", "out", default=None, metavar="SOLUTION.json", help="Write the solution file here.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.pass_context
-def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, samples, epsilon, attempts, out, as_json) -> int:
+def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, samples, epsilon, attempts, model, out, as_json) -> int:
     """Solve an instance FILE with one method; the answer is checked independently."""
     from .checking import check_solution
 
@@ -127,7 +128,8 @@ def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, se
     family = _family_for(inst, problem)
     family.method(method)
     raw = _parse_sets(sets)
-    for name, value, what in (("samples", samples, "a sampling method"), ("epsilon", epsilon, "LP rounding"), ("attempts", attempts, "LP rounding")):
+    for name, value, what in (("samples", samples, "a sampling method"), ("epsilon", epsilon, "LP rounding"),
+                              ("attempts", attempts, "LP rounding"), ("model", model, "a learned policy")):
         if value is None:
             continue
         if name not in {o.name for o in family.options}:
@@ -303,6 +305,41 @@ def compare(ctx, file, problem, methods, solvers, sets, solver, time_limit, gap,
 
 
 @cli.command()
+@click.option("--problem", required=True, help="Problem family with a learned method (harmony).")
+@click.option("--episodes", type=click.IntRange(min=1), required=True, help="Reinforcement-learning episodes (one generated trace each).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seeds the traces, the networks and the exploration.")
+@click.option("-o", "--output", required=True, metavar="MODEL", help="Where to write the trained policy (e.g. models/harmony-drl.pt).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Training option (see `mlsched info`).")
+def train(problem, episodes, seed, output, sets) -> int:
+    """Train a family's learned policy on generated traces; the same seed gives the same policy.
+
+    \b
+    Example:
+      mlsched train --problem harmony --episodes 200 --seed 0 -o models/harmony-drl.pt
+    """
+    from .problems import get_family
+    from .problems.base import TrainSpec
+
+    family = get_family(problem)
+    if family.train is None:
+        raise OptionError(f"problem {family.name} has no learned method to train", field="--problem")
+    spec = TrainSpec(episodes=episodes, seed=seed, output=output, options=_parse_sets(sets))
+    if sys.stderr.isatty():
+        with click.progressbar(length=episodes, label=f"training {family.name}", file=sys.stderr,
+                               item_show_func=lambda msg: msg) as bar:
+            spec.progress = lambda episode, message: bar.update(episode - bar.pos, message)
+            path = family.train(spec)
+    else:  # a log file gets a line every 5% instead of a bar it cannot show
+        every = max(1, episodes // 20)
+        spec.progress = lambda episode, message: (episode % every == 0 or episode == episodes) and click.echo(
+            f"episode {episode}/{episodes}: {message}", err=True)
+        click.echo(f"training {family.name}: reward model, warm-up, then {episodes} episodes", err=True)
+        path = family.train(spec)
+    click.echo(f"wrote {path}")
+    return 0
+
+
+@cli.command()
 @click.pass_context
 def info(ctx) -> int:
     """List problems, their methods and options, solvers on this machine, and the workload catalog."""
@@ -318,8 +355,9 @@ def info(ctx) -> int:
             click.echo(f"    --method {m.name} ({m.kind}): {m.summary}{g}")
         for o in fam.options:
             click.echo(f"    --set {o.name}=<{'|'.join(map(str, o.choices or ())) or type(o.default).__name__}> (default {o.default}): {o.help}")
-        for o in fam.generate_options:
-            click.echo(f"    generate --set {o.name}=<{'|'.join(map(str, o.choices or ())) or type(o.default).__name__}> (default {o.default}): {o.help}")
+        for verb, opts in (("generate", fam.generate_options), ("train", fam.train_options)):
+            for o in opts:
+                click.echo(f"    {verb} --set {o.name}=<{'|'.join(map(str, o.choices or ())) or type(o.default).__name__}> (default {o.default}): {o.help}")
     click.echo("solvers:")
     for name, version in available_solvers().items():
         click.echo(f"  {name}: {version or 'not installed'}")

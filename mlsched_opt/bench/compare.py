@@ -62,7 +62,7 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
         sol: Solution = family.run(instance, method, SolveOptions(**{**solve_options.to_dict(), "solver": solver}), opts)
         check = check_solution(instance, sol) if sol.decision is not None else None
         rows.append(Row(label, method, sol.report, check))
-    if lp_bound:
+    if lp_bound and family.bounded:
         if progress:
             progress("solving the LP relaxation ...")
         rows.append(Row("lp-relaxation (bound)", "lp", family.lp_bound(instance, opts, solve_options), None))

@@ -11,7 +11,7 @@ from importlib import import_module
 from ..errors import OptionError
 from .base import Decision, Family, GenerateSpec, Method, MethodResult, Option, heuristic_report
 
-_FAMILY_MODULES = ("packing", "smd", "oasis", "hetero", "locality")
+_FAMILY_MODULES = ("packing", "smd", "oasis", "hetero", "locality", "harmony")
 
 REGISTRY: dict[str, Family] = {}
 for _module in _FAMILY_MODULES:

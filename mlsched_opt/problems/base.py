@@ -34,6 +34,10 @@ class Option:
 
     def parse(self, raw: Any, source: str) -> Any:
         value = raw
+        if isinstance(raw, str) and isinstance(self.default, bool):
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise OptionError(f"{self.name} must be true or false, got {raw!r}", field=source)
+            return raw.lower() in ("true", "1", "yes")
         if isinstance(raw, str) and not isinstance(self.default, str):
             try:
                 value = type(self.default)(raw)
@@ -77,6 +81,18 @@ class GenerateSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class TrainSpec:
+    """What ``mlsched train`` asks for; ``options`` raw (the family parses them);
+    ``progress(episode, message)`` is called after every episode."""
+
+    episodes: int
+    seed: int
+    output: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    progress: Callable[[int, str], None] | None = None
+
+
 @dataclass(frozen=True)
 class Family:
     """One problem family.
@@ -103,6 +119,12 @@ class Family:
         Optional ``(instance, options, solve_options) -> SolveReport``: the exact formulation's
         LP relaxation computed directly (same value as relaxing the Pyomo model, for models too
         large to build quickly).
+    bounded
+        Whether the exact formulation's LP relaxation bounds the family's objective (``False``
+        when ``build_model`` is a surrogate: comparisons then add no LP row).
+    train
+        Optional ``(TrainSpec) -> path``: trains a learned method's model (``mlsched train``),
+        whose options (``--set``) are ``train_options``.
     rescore
         Optional ``(instance, options, decision) -> objective``: the value of the decision read
         from a solved model, for formulations whose objective variables may lag the schedule in an
@@ -123,9 +145,13 @@ class Family:
     generate_options: tuple[Option, ...] = ()
     relaxation: Callable[[Instance, Mapping[str, Any], SolveOptions], SolveReport] | None = None
     rescore: Callable[[Instance, Mapping[str, Any], Decision], float] | None = None
+    bounded: bool = True
+    train: Callable[..., Any] | None = None
+    train_options: tuple[Option, ...] = ()
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
+        # a family whose exact method is not its Pyomo model (exhaustive search) lists its own "exact"
         exact = Method("exact", "exact", self._run_exact, "the exact formulation, solved to proven optimality (--solver, --gap)")
         object.__setattr__(self, "methods", {m.name: m for m in (exact, *self.algorithms)})
 

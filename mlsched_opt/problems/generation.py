@@ -74,4 +74,6 @@ def generate_command(problem: str, spec: GenerateSpec, options: tuple[Option, ..
 
 
 def _plain(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
     return f"{value:g}" if isinstance(value, float) else str(value)

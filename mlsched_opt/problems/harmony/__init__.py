@@ -1,0 +1,71 @@
+"""``harmony``: interference-aware placement of PS and all-reduce jobs, learned by deep RL.
+
+Bao, Peng, Wu, "Deep Learning-based Job Placement in Distributed Machine Learning Clusters",
+IEEE INFOCOM 2019, and its ToN 2023 version; spec ``papers/004_harmony.md``.  The papers' bodies
+were not available: the interference world (section 3), the generator, the state encoding, the
+network and the training loop are the spec's proposals, implemented as our design.
+
+Jobs with fixed numbers of workers and PSs arrive over scheduling intervals; at each interval the
+new jobs' tasks are placed one at a time (gang: all or none), never migrated; co-located tasks
+slow each other down and a synchronous job runs at its slowest worker's pace.  Minimize the
+average JCT (intervals).
+
+Methods: ``exact`` (exhaustive search over static batches), ``surrogate`` (the linearized MILP of
+6c, HiGHS or CP-SAT, scored in the true world), ``myopic`` (6b's online reference), ``drl``
+(Harmony's policy; needs the ``rl`` extra) and the heuristics ``load-balance``, ``tetris``,
+``least-interference``, ``packing``, ``standalone``, ``random``.
+"""
+
+from __future__ import annotations
+
+from ..base import Family, Method, Option
+from .check import check
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .generate import generate
+from .methods import (DRL_GUARANTEE, EXACT_GUARANTEE, MYOPIC_GUARANTEE, SURROGATE_GUARANTEE, heuristic, run_drl, run_exact,
+                      run_myopic, run_surrogate)
+from .surrogate import build_model, decision_from_model
+from .train import TRAIN_OPTIONS
+from .world import WORLDS
+
+
+def _train(spec):
+    from .train import train_command
+
+    return train_command(spec)
+
+
+FAMILY = Family(
+    name="harmony",
+    summary="interference-aware placement of PS/all-reduce jobs arriving over intervals, min average JCT (Harmony, deep RL)",
+    build_model=build_model,
+    decision_from_model=decision_from_model,
+    check=check,
+    sense=lambda options: "min",
+    generate=generate,
+    generate_options=GENERATE_OPTIONS,
+    bounded=False,
+    train=_train,
+    train_options=TRAIN_OPTIONS,
+    algorithms=(
+        Method("exact", "oracle", run_exact, "exhaustive search of a static batch in the true world (pruning + server symmetry)",
+               guarantee=EXACT_GUARANTEE),
+        Method("surrogate", "oracle", run_surrogate, "linearized pairwise-interference MILP (spec 6c, --solver cpsat|highs), scored in the true world",
+               guarantee=SURROGATE_GUARANTEE),
+        Method("myopic", "heuristic", run_myopic, "per interval, the joint placement of up to 3 queued jobs maximizing the sum of normalized speeds",
+               guarantee=MYOPIC_GUARANTEE),
+        Method("drl", "heuristic", run_drl, "Harmony: the trained actor-critic policy, one task per action, argmax (--model PATH)",
+               guarantee=DRL_GUARANTEE),
+        Method("load-balance", "baseline", heuristic("load-balance"), "the least-loaded feasible server (Kubernetes/Mesos spreading)"),
+        Method("tetris", "baseline", heuristic("tetris"), "multi-resource packing by demand/free alignment (Tetris)"),
+        Method("least-interference", "baseline", heuristic("least-interference"), "LIF-pairwise: least profiled pairwise slowdown"),
+        Method("packing", "baseline", heuristic("packing"), "bin packing: the fullest server that fits"),
+        Method("standalone", "baseline", heuristic("standalone"), "standalone-first: a server with no other job, else the least loaded"),
+        Method("random", "baseline", heuristic("random"), "a random feasible server (seeded)"),
+    ),
+    options=(
+        Option("world", "default", WORLDS, "interference world: the spec's default, its 'hard' variant, or fitted to Gavel's pairs"),
+        Option("model", "", None, "drl: the trained policy file (default: models/harmony-drl.pt)"),
+        Option("group", 3, None, "myopic: queued jobs placed jointly per search"),
+    ),
+)

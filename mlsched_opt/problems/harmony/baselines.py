@@ -1,0 +1,130 @@
+"""Placement heuristics: the schedulers Harmony is compared with (spec 004 section 4, [PROP] set).
+
+Each is a :class:`~.simulate.Chooser` that picks a server for one task; the simulator supplies
+the gang rollback.  Scores use capacities normalised per resource, so CPU cores, GPUs and GB
+weigh alike.
+
+* ``load-balance`` — the least-loaded feasible server (Mesos/Kubernetes spreading).
+* ``packing`` — bin packing: the feasible server with the least free capacity (Borg-style).
+* ``tetris`` — multi-resource packing by alignment: the largest dot product of the task's
+  demand and the server's free capacity (Grandl et al. 2014; DL2 ``tetris_env.py``).
+* ``least-interference`` — LIF-pairwise: the feasible server with the smallest sum of profiled
+  pairwise slowdowns between the task's job type and the other jobs' tasks there (the table is
+  profiled from the true world, :func:`pair_table`); ties go to the server already holding the
+  job's tasks, then to the least loaded.
+* ``standalone`` — standalone-first: a server with no other job's task (the job's own first),
+  else the least loaded.
+* ``random`` — a uniformly random feasible server (seeded).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .simulate import Env
+from .world import Jobs, World, speeds
+
+
+class Heuristic:
+    """A chooser that scores feasible servers (lower is better; ties to the lowest index)."""
+
+    def start_job(self, env: Env, j: int) -> None:
+        pass
+
+    def end_job(self, env: Env, j: int, placed: bool) -> None:
+        pass
+
+    def score(self, env: Env, j: int, role: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def choose(self, env: Env, j: int, role: str, mask: np.ndarray) -> int:
+        score = np.where(mask, self.score(env, j, role), np.inf)
+        return int(np.argmin(score))
+
+
+def _load(env: Env) -> np.ndarray:
+    cap = np.maximum(env.view.capacity, 1e-12)
+    return ((cap - env.free) / cap).sum(axis=1)
+
+
+class LoadBalance(Heuristic):
+    def score(self, env, j, role):
+        return _load(env)
+
+
+class Packing(Heuristic):
+    def score(self, env, j, role):
+        return -_load(env)
+
+
+class Tetris(Heuristic):
+    def score(self, env, j, role):
+        cap = np.maximum(env.view.capacity, 1e-12)
+        demand = env.view.demand(role)[j] / cap.max(axis=0)
+        return -((env.free / cap) @ demand)
+
+
+class LeastInterference(Heuristic):
+    def score(self, env, j, role):
+        view = env.view
+        table = pair_table(view.world)
+        kind = view.jobs.kind
+        a = kind[j]
+        tasks = env.w + env.p
+        tasks[j] = 0
+        cost = ((table[a, kind] + table[kind, a])[:, None] * tasks).sum(axis=0) / 2
+        own = env.w[j] + env.p[j]
+        # ties (typically empty servers) by locality, then load; both < 1e-3 of one pair's cost
+        return cost - 1e-4 * own + 1e-6 * _load(env)
+
+
+class Standalone(Heuristic):
+    def score(self, env, j, role):
+        others = (env.w + env.p).sum(axis=0) - env.w[j] - env.p[j]
+        own = env.w[j] + env.p[j]
+        return np.where(others > 0, 10.0, 0.0) - 1.0 * (own > 0) + 0.01 * _load(env)
+
+
+class RandomFeasible(Heuristic):
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+
+    def choose(self, env, j, role, mask):
+        return int(self.rng.choice(np.flatnonzero(mask)))
+
+
+HEURISTICS = {
+    "load-balance": LoadBalance,
+    "packing": Packing,
+    "tetris": Tetris,
+    "least-interference": LeastInterference,
+    "standalone": Standalone,
+}
+
+
+def make_heuristic(name: str, seed: int = 0) -> Heuristic:
+    return RandomFeasible(seed) if name == "random" else HEURISTICS[name]()
+
+
+_TABLES: dict[int, tuple[World, np.ndarray]] = {}
+
+
+def _profile_pairs(world: World) -> np.ndarray:
+    L = len(world.types)
+    table = np.zeros((L, L))
+    one = np.ones((1, 1), int)
+    for a in range(L):
+        alone = speeds(world, Jobs.of([a], [True], [1], [1]), one, one)[0]
+        for b in range(L):
+            pair = speeds(world, Jobs.of([a, b], [True, True], [1, 1], [1, 1]), np.ones((2, 1), int), np.ones((2, 1), int))
+            table[a, b] = 1.0 - pair[0] / alone
+    return table
+
+
+def pair_table(world: World) -> np.ndarray:
+    """Slowdown (1 - speed ratio) of type ``a`` when 1 worker + 1 PS of it share a server with 1 + 1
+    of type ``b`` (the profiled table of LIF-pairwise; spec section 3's "pair-wise slowdown")."""
+    hit = _TABLES.get(id(world))
+    if hit is None or hit[0] is not world:
+        hit = _TABLES[id(world)] = (world, _profile_pairs(world))
+    return hit[1]

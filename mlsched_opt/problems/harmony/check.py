@@ -1,0 +1,136 @@
+"""Independent checker for harmony placements (capacity, gang completeness, no migration).
+
+Uses the instance's view (job types, counts, demands, work) and the world's parameters, and
+none of the simulator, search or policy code: the spec section 3 speed formulas are written out
+again here, task by task with plain loops, and the trace is replayed event by event.
+
+A decision is ``{"placement": {id: {"workers": {server: n}, "ps": {server: n}}}, "start": {id: k}}``:
+one placement per job (a job is never migrated: the format has no second placement), which
+must hold exactly W workers and P PSs (gang), start no earlier than the job's arrival and keep
+every server within capacity at every start (capacity frees when a job finishes; a job
+finishing exactly at an interval boundary frees its servers for that interval).  The objective
+is the average JCT in intervals, ``finish / slot_s - arrival``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...checking.core import TOL, CheckResult, read_counts, unknown_jobs
+from ...io.instance import Instance
+from .view import HarmonyView, view_of
+
+_DONE = 1e-9
+
+
+def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
+    view = view_of(instance, options)
+    placement = decision.get("placement") or {}
+    starts = decision.get("start") or {}
+    unknown_jobs(result, instance, placement, "placement")
+    unknown_jobs(result, instance, starts, "start")
+    index = {name: m for m, name in enumerate(view.servers)}
+    w = np.zeros((view.J, view.M), int)
+    p = np.zeros((view.J, view.M), int)
+    start = np.full(view.J, -1)
+    for i, job in enumerate(instance.jobs):
+        entry = placement.get(job.id)
+        where = f"placement.{job.id}"
+        if entry is None:
+            result.add("missing", where, "every job must be placed")
+            continue
+        k = starts.get(job.id)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            result.add("domain", f"start.{job.id}", f"must be a non-negative integer interval, got {k!r}")
+            continue
+        if k < view.arrival[i]:
+            result.add("arrival", f"start.{job.id}", f"starts in interval {k} before it arrives ({view.arrival[i]})")
+        start[i] = k
+        for task, key, arr in (("worker", "workers", w), ("ps", "ps", p)):
+            for name, n in read_counts(result, instance, job, task, entry.get(key), f"{where}.{key}").items():
+                arr[i, index[name]] = n
+        for what, got, want in (("workers", w[i].sum(), view.jobs.W[i]), ("ps", p[i].sum(), view.jobs.P[i])):
+            if got != want:
+                result.add("gang", f"{where}.{what}", f"places {got} {what}, the job has exactly {int(want)}")
+    if not result.feasible:
+        return
+    finish = _replay(view, w, p, start, result)
+    if finish is not None:
+        result.objective = float(np.mean(finish / view.slot_s - view.arrival))
+
+
+def _replay(view: HarmonyView, w: np.ndarray, p: np.ndarray, start: np.ndarray, result: CheckResult) -> np.ndarray | None:
+    remaining = view.samples.astype(float).copy()
+    finish = np.full(view.J, np.nan)
+    running: set[int] = set()
+    t = 0.0
+    for k in sorted(set(int(x) for x in start)):
+        t = _run_until(view, w, p, running, remaining, finish, t, k * view.slot_s)
+        running |= {j for j in range(view.J) if start[j] == k}
+        _capacity(view, w, p, running, k, result)
+    _run_until(view, w, p, running, remaining, finish, t, math.inf)
+    return finish if result.feasible else None
+
+
+def _run_until(view, w, p, running, remaining, finish, t, end) -> float:
+    while running and t < end:
+        v = {j: _speed(view, j, w, p, running) for j in running}
+        dt = min(remaining[j] / v[j] for j in running)
+        if dt >= end - t:
+            dt, t_next = end - t, end
+        else:
+            t_next = t + dt
+        for j in running:
+            remaining[j] -= v[j] * dt
+        t = t_next
+        for j in [j for j in running if remaining[j] <= _DONE * view.samples[j]]:
+            running.discard(j)
+            finish[j] = t
+    return t if running else max(t, end)
+
+
+def _capacity(view: HarmonyView, w, p, running, k: int, result: CheckResult) -> None:
+    for m in range(view.M):
+        for r, name in enumerate(view.resources):
+            use = sum(w[j, m] * view.worker_demand[j, r] + p[j, m] * view.ps_demand[j, r] for j in running)
+            if use > view.capacity[m, r] * (1 + TOL) + TOL:
+                result.add("capacity", f"interval {k}, {view.servers[m]}, {name}", f"uses {use:g} > capacity {view.capacity[m, r]:g}")
+
+
+def _speed(view: HarmonyView, j: int, w, p, running) -> float:
+    """Samples/s of job ``j`` (spec section 3), one worker host at a time."""
+    world = view.world
+    kind, W, P, is_ps = int(view.jobs.kind[j]), int(view.jobs.W[j]), int(view.jobs.P[j]), bool(view.jobs.is_ps[j])
+    s = world.s[kind]
+
+    def g(x: float) -> float:
+        return x + world.kappa * max(0.0, x - 1.0) ** 2
+
+    def pressure(m: int, r: int) -> float:
+        return sum(w[k, m] * world.u_worker[view.jobs.kind[k], r] + p[k, m] * world.u_ps[view.jobs.kind[k], r] for k in running)
+
+    def other_net(m: int) -> float:
+        return sum(w[k, m] * world.u_worker[view.jobs.kind[k], 3] + p[k, m] * world.u_ps[view.jobs.kind[k], 3]
+                   for k in running if k != j)
+
+    hosts = [m for m in range(view.M) if w[j, m] > 0]
+    worst = 0.0
+    for m in hosts:
+        o = [pressure(m, r) - world.u_worker[kind, r] for r in range(4)]
+        comp = world.t_comp[kind] * (1 + sum(s[r] * g(o[r]) for r in range(3)))
+        if is_ps:
+            f_rem = (P - p[j, m]) / P
+            remote = sum(w[j, h] * (P - p[j, h]) / P for h in range(view.M))
+            fan = math.sqrt(max(1.0, remote / P))
+            onet = max([other_net(m)] + [other_net(h) for h in range(view.M) if p[j, h] > 0])
+        else:
+            f_rem = 1.0 if len(hosts) > 1 else 0.0
+            fan = 1.0
+            onet = max(other_net(h) for h in hosts)
+        comm = ((1 - f_rem) * world.t_loc[kind] * (1 + s[2] * g(o[2]))
+                + f_rem * world.t_rem[kind] * fan * (1 + s[3] * g(max(onet, 0.0))))
+        worst = max(worst, comp + comm)
+    return W * world.batch[kind] / worst

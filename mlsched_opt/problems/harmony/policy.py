@@ -1,0 +1,203 @@
+"""Harmony's networks and the policy chooser (PyTorch, the optional ``rl`` extra).
+
+Spec 004 section 2 [PROP where marked there; sized for a 2-core CPU, our design]:
+
+* :class:`PolicyNet` — the actor scores every server for the task being placed: a shared MLP
+  over (server row, job context, mean of the server embeddings) gives one logit per server, the
+  capacity mask zeroes infeasible servers, a softmax gives the action distribution (one task per
+  action, spec 2.2; the per-server pointer form of the ToN decoder, 2.4, so any cluster size
+  works and server symmetry holds by construction, pitfall P7).  The critic is a separate
+  network of the same trunk with mean- and max-pooling and a scalar head (2.3).
+* :class:`RewardNet` — the reward prediction model of 2.6 (INFOCOM variant, per job): a per-host
+  MLP, max- and mean-pooled over the job's hosts (the barrier is a max), joined with the job's own
+  features, predicts its speed normalised by its standalone speed.
+* :class:`PolicyChooser` — plugs a policy into the simulator: argmax or sampled actions, the
+  job-aware omega-greedy exploration of 2.5 (with probability omega a whole job follows bin
+  packing or load balancing, drawn once per job), and a log of (state, mask, action, interval)
+  for training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import UserError
+from .baselines import LoadBalance, Packing
+from .exact import standalone_speeds
+from .features import context_width, host_width, job_width, policy_state, reward_inputs, server_width
+from .simulate import Env
+from .view import HarmonyView
+
+try:
+    import torch
+    from torch import nn
+except ImportError:  # pragma: no cover - exercised where the extra is absent
+    torch = None
+    nn = None
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "models" / "harmony-drl.pt"
+HIDDEN = 64
+
+
+def require_torch() -> None:
+    if torch is None:
+        raise UserError("the drl method and `mlsched train` need PyTorch: pip install -e '.[rl]' (torch==2.13.0, the CPU build)",
+                        field="--method")
+
+
+if torch is not None:
+    class _Trunk(nn.Module):
+        def __init__(self, fs: int, fc: int):
+            super().__init__()
+            self.embed = nn.Sequential(nn.Linear(fs + fc, HIDDEN), nn.ReLU())
+            self.mix = nn.Sequential(nn.Linear(2 * HIDDEN, HIDDEN), nn.ReLU())
+
+        def forward(self, servers, context):
+            # servers (B, M, Fs), context (B, Fc) -> per-server features (B, M, H)
+            ctx = context[:, None, :].expand(-1, servers.shape[1], -1)
+            h = self.embed(torch.cat([servers, ctx], dim=-1))
+            pooled = h.mean(dim=1, keepdim=True).expand_as(h)
+            return self.mix(torch.cat([h, pooled], dim=-1))
+
+    class PolicyNet(nn.Module):
+        def __init__(self, L: int):
+            super().__init__()
+            self.actor = _Trunk(server_width(L), context_width(L))
+            self.logit = nn.Linear(HIDDEN, 1)
+            self.critic = _Trunk(server_width(L), context_width(L))
+            self.value = nn.Sequential(nn.Linear(2 * HIDDEN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 1))
+
+        def logits(self, servers, context, mask):
+            z = self.logit(self.actor(servers, context)).squeeze(-1)
+            return z.masked_fill(~mask, -1e9)
+
+        def values(self, servers, context):
+            h = self.critic(servers, context)
+            return self.value(torch.cat([h.mean(dim=1), h.max(dim=1).values], dim=-1)).squeeze(-1)
+
+    class RewardNet(nn.Module):
+        def __init__(self, L: int):
+            super().__init__()
+            self.host = nn.Sequential(nn.Linear(host_width(L), HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU())
+            self.head = nn.Sequential(nn.Linear(2 * HIDDEN + job_width(L), HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 1))
+
+        def forward(self, hosts, mask, jobs):
+            h = self.host(hosts)
+            m = mask[..., None]
+            hmax = h.masked_fill(~m, -1e9).max(dim=1).values
+            hmean = (h * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)
+            return torch.sigmoid(self.head(torch.cat([hmax, hmean, jobs], dim=-1)).squeeze(-1)) * 1.5
+
+
+@dataclass
+class Step:
+    servers: np.ndarray
+    context: np.ndarray
+    mask: np.ndarray
+    action: int
+    interval: int
+
+
+@dataclass
+class PolicyChooser:
+    """A policy as a simulator chooser; ``log`` collects the steps taken (for training)."""
+
+    net: Any
+    view: HarmonyView
+    greedy: bool = True
+    omega: float = 0.0
+    seed: int = 0
+    log: list[Step] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+        self.heuristic = None
+        self.length = self.view.samples / (standalone_speeds(self.view) * self.view.slot_s)
+
+    def start_job(self, env: Env, j: int) -> None:
+        self.heuristic = None
+        if self.omega > 0 and self.rng.random() < self.omega:
+            self.heuristic = Packing() if self.rng.random() < 0.5 else LoadBalance()
+
+    def choose(self, env: Env, j: int, role: str, mask: np.ndarray) -> int:
+        servers, context = policy_state(env, j, role, mask, float(self.length[j]))
+        if self.heuristic is not None:
+            action = self.heuristic.choose(env, j, role, mask)
+        else:
+            with torch.no_grad():
+                z = self.net.logits(torch.as_tensor(servers[None], dtype=torch.float32),
+                                    torch.as_tensor(context[None], dtype=torch.float32),
+                                    torch.as_tensor(mask[None]))[0].numpy().astype(float)
+            if self.greedy:
+                action = int(np.argmax(z))
+            else:
+                prob = np.exp(z - z.max()) * mask
+                action = int(self.rng.choice(len(prob), p=prob / prob.sum()))
+        self.log.append(Step(servers, context, mask.copy(), action, env.interval))
+        return action
+
+    def end_job(self, env: Env, j: int, placed: bool) -> None:
+        self.heuristic = None
+
+
+class RewardModelSpeeds:
+    """Speeds predicted by a :class:`RewardNet` (normalised speed x standalone speed): the
+    simulator's speed oracle when training against the learned reward (spec 2.7)."""
+
+    def __init__(self, net: Any, view: HarmonyView):
+        self.net = net
+        self.view = view
+        self.alone = standalone_speeds(view)
+
+    def __call__(self, idx: np.ndarray, w: np.ndarray, p: np.ndarray) -> np.ndarray:
+        live = np.zeros(self.view.J, bool)
+        live[idx] = True
+        hosts, mask, jobs = reward_inputs(self.view, idx, w * live[:, None], p * live[:, None])
+        with torch.no_grad():
+            out = self.net(torch.as_tensor(hosts, dtype=torch.float32), torch.as_tensor(mask),
+                           torch.as_tensor(jobs, dtype=torch.float32)).numpy().astype(float)
+        return np.maximum(out, 1e-3) * self.alone[idx]
+
+
+@dataclass
+class LoadedPolicy:
+    net: Any
+    types: tuple[str, ...]
+    path: str
+    meta: dict
+
+    def chooser(self, view: HarmonyView, greedy: bool = True, seed: int = 0) -> PolicyChooser:
+        return PolicyChooser(self.net, view, greedy=greedy, seed=seed)
+
+
+def save_policy(path: str | Path, net: Any, types: tuple[str, ...], meta: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"format": "mlsched-harmony-policy/1", "types": list(types), "state_dict": net.state_dict(), "meta": meta}, path)
+
+
+def load_policy(path: str | Path | None, view: HarmonyView) -> LoadedPolicy:
+    """Load a trained policy and check it was trained on ``view``'s job types."""
+    require_torch()
+    p = Path(path) if path else DEFAULT_MODEL
+    if not p.is_file():
+        hint = "" if path else " (train one: mlsched train --problem harmony -o models/harmony-drl.pt)"
+        raise UserError(f"no trained policy here{hint}", file=str(p), field="--model")
+    try:
+        doc = torch.load(p, map_location="cpu", weights_only=False)
+    except Exception as exc:  # a corrupt or foreign file is the user's, not a bug
+        raise UserError(f"not a policy file ({type(exc).__name__})", file=str(p), field="--model") from None
+    if not isinstance(doc, dict) or doc.get("format") != "mlsched-harmony-policy/1":
+        raise UserError("not an mlsched harmony policy file", file=str(p), field="--model")
+    types = tuple(doc["types"])
+    if types != view.world.types:
+        raise UserError(f"the policy was trained on types {', '.join(types)}; this world has {', '.join(view.world.types)} "
+                        "(train one with the same --set world)", file=str(p), field="--model")
+    net = PolicyNet(len(types))
+    net.load_state_dict(doc["state_dict"])
+    net.eval()
+    return LoadedPolicy(net, types, str(p), doc.get("meta", {}))

@@ -1,0 +1,315 @@
+"""Training Harmony (spec 004 sections 2.5-2.7) on generated traces, on a CPU, in minutes.
+
+1. **Reward model** (2.6): run the heuristics (load balancing, bin packing, Tetris, standalone,
+   random) on training traces in the true world; every event logs each running job's placement
+   context and its speed with multiplicative N(0, 0.03) noise; a :class:`~.policy.RewardNet` is fit
+   to normalised speed (MSE, Adam 1e-3, batch 128, early stopping on a held-out 15%).  Its MAPE on
+   the held-out heuristic samples is reported.
+2. **Supervised warm-up** [DL2's SL mode; our choice of teacher]: the actor imitates the heuristic
+   with the lowest average JCT on the validation traces, ``warmup`` passes over its decisions.
+3. **Actor-critic** (2.5): episodes on training traces; rewards per interval are Harmony's
+   normalised progress computed from the reward model's speeds (``reward=model``, the faithful
+   setting) or the true world's (``reward=true``, the control); every action of interval t is
+   labelled with ``R_t = sum_k gamma^k r_{t+k}``; loss ``-A log pi - beta H + (R - V)^2 / 2`` with
+   ``A = R - V`` (normalised per minibatch); entropy weight beta annealed 0.1 -> 0.01; job-aware
+   omega-greedy exploration, omega 0.3 -> 0.02 over the first half; a FIFO replay buffer of 8192
+   steps, minibatches of 256, ``updates`` gradient steps per episode, Adam, gradient norm <= 1.
+4. **Validation**: every ``eval_every`` episodes the argmax policy runs the validation traces in
+   the true world; the policy with the lowest validation JCT is the one saved (the learning curve
+   is saved with it).
+
+Train, validation and test traces come from disjoint seed ranges (:func:`trace_seed`).  Same seed,
+same policy: numpy and torch are seeded and torch runs one thread.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ...errors import OptionError
+from ...io import from_document, load_catalog
+from ..base import GenerateSpec, Option, TrainSpec, _parse
+from .baselines import HEURISTICS, make_heuristic
+from .exact import standalone_speeds
+from .features import reward_inputs
+from .generate import generate
+from .simulate import simulate, true_speeds
+from .view import HarmonyView, view_of
+
+TRAIN_OPTIONS = (
+    Option("world", "default", ("default", "hard", "gavel"), "interference world the traces run in"),
+    Option("servers", 6, None, "M: servers per training trace"),
+    Option("jobs_min", 30, None, "fewest jobs per training trace"),
+    Option("jobs_max", 60, None, "most jobs per training trace"),
+    Option("load", 0.8, None, "generator load of the traces"),
+    Option("reward", "model", ("model", "true"), "rewards from the learned reward model (faithful) or the true world (control)"),
+    Option("gamma", 0.9, None, "discount over intervals"),
+    Option("lr", 1e-4, None, "Adam learning rate (actor and critic; DL2: 1e-4)"),
+    Option("warmup", 20, None, "supervised warm-up passes over the best heuristic's decisions (0: none)"),
+    Option("omega", 0.3, None, "initial job-aware exploration probability (0: entropy only)"),
+    Option("updates", 4, None, "gradient steps per episode"),
+    Option("eval_every", 20, None, "episodes between validation runs"),
+    Option("validation", 4, None, "validation traces"),
+    Option("reward_traces", 8, None, "training traces the reward model's samples come from"),
+)
+
+SEED_BASE = {"train": 1_000_000, "validation": 2_000_000, "test": 3_000_000}
+
+
+def trace_seed(split: str, seed: int, k: int) -> int:
+    """Generator seed of trace ``k`` of ``split`` for training seed ``seed`` (ranges never overlap)."""
+    return SEED_BASE[split] + 10_000 * seed + k if split == "train" else SEED_BASE[split] + k
+
+
+def make_trace(seed: int, jobs: int, servers: int, world: str, load: float) -> HarmonyView:
+    catalog = load_catalog()
+    gen_world = "gavel" if world == "gavel" else "default"
+    doc = generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, options={"world": gen_world, "load": load}), catalog)
+    return view_of(from_document(doc, catalog=catalog), {"world": world})
+
+
+@dataclass
+class TrainResult:
+    net: Any
+    meta: dict
+
+
+def train_command(spec: TrainSpec) -> str:
+    from .policy import require_torch, save_policy
+
+    require_torch()
+    if spec.episodes < 1:
+        raise OptionError(f"episodes must be >= 1, got {spec.episodes}", field="--episodes")
+    opts = _parse(TRAIN_OPTIONS, spec.options, "--set", "harmony training")
+    result = train(spec.episodes, spec.seed, opts, spec.progress)
+    save_policy(spec.output, result.net, tuple(result.meta["types"]), result.meta)
+    return spec.output
+
+
+def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[[int, str], None] | None = None) -> TrainResult:
+    import torch
+
+    from .policy import PolicyChooser, PolicyNet, RewardModelSpeeds, RewardNet
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    M = int(opts["servers"])
+    lo, hi = int(opts["jobs_min"]), int(opts["jobs_max"])
+    if not 1 <= lo <= hi:
+        raise OptionError("need 1 <= jobs_min <= jobs_max", field="--set jobs_min")
+
+    def trace(split: str, k: int) -> HarmonyView:
+        jobs = lo + (trace_seed(split, seed, k) * 7919) % (hi - lo + 1)
+        return make_trace(trace_seed(split, seed, k), jobs, M, opts["world"], float(opts["load"]))
+
+    validation = [trace("validation", k) for k in range(int(opts["validation"]))]
+    types = validation[0].world.types
+    L = len(types)
+
+    # 1. reward model from logged heuristic runs
+    reward_net, rm_stats = fit_reward_model([trace("train", 10_000 + k) for k in range(int(opts["reward_traces"]))], L, seed)
+
+    # 2. supervised warm-up on the best heuristic
+    net = PolicyNet(L)
+    opt = torch.optim.Adam(net.parameters(), lr=float(opts["lr"]))
+    heur_jct = {name: float(np.mean([simulate(v, make_heuristic(name, seed)).jct(v).mean() for v in validation]))
+                for name in (*HEURISTICS, "random")}
+    teacher = min(heur_jct, key=heur_jct.get)
+    if int(opts["warmup"]) > 0:
+        _imitate(net, [trace("train", 20_000 + k) for k in range(16)], teacher, int(opts["warmup"]), seed)
+
+    def validate() -> float:
+        return float(np.mean([simulate(v, PolicyChooser(net, v, greedy=True)).jct(v).mean() for v in validation]))
+
+    curve = [(0, validate())]
+    best = (curve[0][1], copy.deepcopy(net.state_dict()))
+    buffer: list[tuple] = []
+    gamma = float(opts["gamma"])
+    for e in range(1, episodes + 1):
+        frac = (e - 1) / max(1, episodes - 1)
+        omega = float(opts["omega"]) * max(0.0, 1 - 2 * frac) + (0.02 if float(opts["omega"]) > 0 else 0.0) * min(1.0, 2 * frac)
+        beta = 0.1 * (1 - frac) + 0.01 * frac
+        view = trace("train", e)
+        chooser = PolicyChooser(net, view, greedy=False, omega=omega, seed=int(rng.integers(2**31)))
+        rewards: dict[int, float] = {}
+        speed_fn = RewardModelSpeeds(reward_net, view) if opts["reward"] == "model" else true_speeds(view)
+        simulate(view, chooser, speed_fn, on_interval=lambda env, r: rewards.__setitem__(env.interval, r))
+        returns = _returns(rewards, gamma)
+        for step in chooser.log:
+            buffer.append((step.servers, step.context, step.mask, step.action, returns.get(step.interval, 0.0)))
+        del buffer[:-8192]
+        for _ in range(int(opts["updates"])):
+            _update(net, opt, buffer, rng, beta)
+        if e % int(opts["eval_every"]) == 0 or e == episodes:
+            value = validate()
+            curve.append((e, value))
+            if value < best[0]:
+                best = (value, copy.deepcopy(net.state_dict()))
+        if progress:
+            progress(e, f"validation JCT {curve[-1][1]:.2f} (best {best[0]:.2f}, {teacher} {heur_jct[teacher]:.2f})")
+    net.load_state_dict(best[1])
+    net.eval()
+    meta = {"types": list(types), "world": opts["world"], "episodes": episodes, "seed": seed, "options": dict(opts),
+            "curve": curve, "validation_jct": best[0], "heuristics_validation_jct": heur_jct, "teacher": teacher,
+            "reward_model": rm_stats, "train_s": round(time.perf_counter() - start, 1), "servers": M}
+    return TrainResult(net, meta)
+
+
+def _returns(rewards: Mapping[int, float], gamma: float) -> dict[int, float]:
+    out: dict[int, float] = {}
+    acc = 0.0
+    last = max(rewards, default=-1)
+    for k in range(last, -1, -1):
+        acc = rewards.get(k, 0.0) + gamma * acc
+        if k in rewards:
+            out[k] = acc
+    return out
+
+
+def _batch(items: list[tuple]):
+    import torch
+
+    servers = torch.as_tensor(np.stack([x[0] for x in items]), dtype=torch.float32)
+    context = torch.as_tensor(np.stack([x[1] for x in items]), dtype=torch.float32)
+    mask = torch.as_tensor(np.stack([x[2] for x in items]))
+    action = torch.as_tensor([x[3] for x in items])
+    return servers, context, mask, action
+
+
+def _update(net, opt, buffer: list[tuple], rng: np.random.Generator, beta: float, batch: int = 256) -> None:
+    import torch
+
+    if len(buffer) < 32:
+        return
+    pick = rng.choice(len(buffer), size=min(batch, len(buffer)), replace=False)
+    items = [buffer[i] for i in pick]
+    servers, context, mask, action = _batch(items)
+    ret = torch.as_tensor([x[4] for x in items], dtype=torch.float32)
+    logp = torch.log_softmax(net.logits(servers, context, mask), dim=-1)
+    chosen = logp.gather(1, action[:, None]).squeeze(1)
+    entropy = -(logp.exp() * logp.masked_fill(~mask, 0.0)).sum(dim=1)
+    value = net.values(servers, context)
+    adv = (ret - value).detach()
+    adv = (adv - adv.mean()) / (adv.std() + 1e-6)
+    loss = -(adv * chosen).mean() - beta * entropy.mean() + 0.5 * ((ret - value) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    opt.step()
+
+
+class _Recorder:
+    """Wraps a heuristic and logs the policy state of each of its decisions (for imitation)."""
+
+    def __init__(self, inner, view: HarmonyView):
+        from .policy import PolicyChooser
+
+        self.inner = inner
+        self.shadow = PolicyChooser(None, view)
+        self.log: list[tuple] = []
+
+    def start_job(self, env, j):
+        self.inner.start_job(env, j)
+
+    def end_job(self, env, j, placed):
+        self.inner.end_job(env, j, placed)
+
+    def choose(self, env, j, role, mask):
+        from .features import policy_state
+
+        a = self.inner.choose(env, j, role, mask)
+        servers, context = policy_state(env, j, role, mask, float(self.shadow.length[j]))
+        self.log.append((servers, context, mask.copy(), a))
+        return a
+
+
+def _imitate(net, views: list[HarmonyView], teacher: str, passes: int, seed: int) -> None:
+    import torch
+
+    data: list[tuple] = []
+    for k, view in enumerate(views):
+        rec = _Recorder(make_heuristic(teacher, seed + k), view)
+        simulate(view, rec)
+        data += rec.log
+    opt = torch.optim.Adam([*net.actor.parameters(), *net.logit.parameters()], lr=1e-3)
+    rng = np.random.default_rng(seed)
+    for _ in range(passes):
+        order = rng.permutation(len(data))
+        for lo in range(0, len(order), 128):
+            servers, context, mask, action = _batch([data[i] for i in order[lo:lo + 128]])
+            z = net.logits(servers, context, mask)
+            loss = torch.nn.functional.cross_entropy(z, action)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+def reward_samples(views: list[HarmonyView], seed: int, noise: float = 0.03):
+    """Logged (hosts, mask, job features) -> normalised speed (with noise) from heuristic runs."""
+    rng = np.random.default_rng(seed)
+    H, K, F, Y, Yt = [], [], [], [], []
+    for k, view in enumerate(views):
+        alone = standalone_speeds(view)
+        truth = true_speeds(view)
+        for name in ("load-balance", "packing", "tetris", "standalone", "random"):
+            def logged(idx, w, p, truth=truth, alone=alone, view=view):
+                v = truth(idx, w, p)
+                live = np.zeros(view.J, bool)
+                live[idx] = True
+                hosts, mask, jobs = reward_inputs(view, idx, w * live[:, None], p * live[:, None])
+                H.append(hosts), K.append(mask), F.append(jobs)
+                Yt.append(v / alone[idx])
+                Y.append(v / alone[idx] * (1 + noise * rng.standard_normal(len(idx))))
+                return v
+            simulate(view, make_heuristic(name, seed + k), logged)
+    return (np.concatenate(H), np.concatenate(K), np.concatenate(F), np.concatenate(Y), np.concatenate(Yt))
+
+
+def fit_reward_model(views: list[HarmonyView], L: int, seed: int, epochs: int = 30):
+    """Fit the reward model; returns it and its held-out MAPE (against noisy and true speeds)."""
+    import torch
+
+    from .policy import RewardNet
+
+    hosts, mask, jobs, y, y_true = reward_samples(views, seed)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(y))
+    cut = int(0.85 * len(y))
+    tr, te = order[:cut], order[cut:]
+    T = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt)  # noqa: E731
+    Ht, Mt, Ft, Yt = T(hosts), torch.as_tensor(mask), T(jobs), T(y)
+    net = RewardNet(L)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    best = (np.inf, copy.deepcopy(net.state_dict()))
+    stale = 0
+    for _ in range(epochs):
+        perm = tr[rng.permutation(len(tr))]
+        for lo in range(0, len(perm), 128):
+            b = perm[lo:lo + 128]
+            loss = ((net(Ht[b], Mt[b], Ft[b]) - Yt[b]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            err = float(((net(Ht[te], Mt[te], Ft[te]) - Yt[te]) ** 2).mean())
+        if err < best[0] - 1e-7:
+            best, stale = (err, copy.deepcopy(net.state_dict())), 0
+        else:
+            stale += 1
+            if stale >= 4:
+                break
+    net.load_state_dict(best[1])
+    net.eval()
+    with torch.no_grad():
+        pred = net(Ht[te], Mt[te], Ft[te]).numpy()
+    stats = {"samples": int(len(y)), "heldout": int(len(te)),
+             "mape_vs_measured": float(np.mean(np.abs(pred - y[te]) / np.abs(y[te]))),
+             "mape_vs_true": float(np.mean(np.abs(pred - y_true[te]) / y_true[te]))}
+    return net, stats
