@@ -280,7 +280,11 @@ def compare(ctx, file, problem, methods, solvers, sets, solver, time_limit, gap,
     inst = _load(file, ctx.obj["catalog"])
     family = _family_for(inst, problem)
     # oracles (exhaustive enumeration) run only when asked for: they are for tiny instances
-    names = methods.split(",") if methods else [m.name for m in family.methods.values() if m.kind != "oracle"]
+    names = methods.split(",") if methods else [m.name for m in family.methods.values() if m.kind != "oracle" and m.available]
+    if not methods and not as_json:
+        for m in family.methods.values():
+            if not m.available:
+                click.echo(f"skipping {m.name}: needs {m.requires} (pip install -e '.[rl]')", err=True)
     solver_list = [s.strip() for s in solvers.split(",") if s.strip()]
     pairs = []
     for name in names:

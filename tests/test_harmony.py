@@ -404,3 +404,10 @@ def test_drl_without_torch_is_a_clear_error(monkeypatch, capsys):
     monkeypatch.setattr(policy, "torch", None)
     code, _, err = run_cli(["solve", str(ROOT / "instances" / "harmony-toy.toml"), "--method", "drl"], capsys)
     assert code == 2 and "pip install" in err
+
+
+def test_compare_skips_drl_when_torch_is_absent(monkeypatch, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    code, out, err = run_cli(["compare", str(ROOT / "instances" / "harmony-toy.toml"), "--solvers", "highs"], capsys)
+    assert code == 0 and "skipping drl" in err and "\ndrl" not in out and "standalone" in out

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import math
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 

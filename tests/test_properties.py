@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -36,8 +34,7 @@ CASES = {
 }
 #: families whose exact search is exhaustive: fewer jobs (spec 004 section 6a: N <= 4)
 MAX_JOBS = {"harmony": 4}
-#: methods that need an optional extra, skipped when it is absent
-NEEDS = {"drl": "torch"}
+
 
 
 def test_every_family_has_property_cases():
@@ -58,7 +55,7 @@ def test_every_method_passes_the_checker_and_bounds_are_ordered(problem, seed, j
     sense = family.sense(family.parse_options(options))
     results = {}
     for method in family.methods:
-        if method in NEEDS and importlib.util.find_spec(NEEDS[method]) is None:
+        if not family.method(method).available:  # needs an optional extra that is absent
             continue
         try:
             sol = family.run(inst, method, EXACT, options)

@@ -8,6 +8,7 @@ through this interface.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -60,7 +61,8 @@ class Method:
     exhaustive enumeration, for tiny instances; not run by default in comparisons) or an algorithm.
 
     ``run(instance, problem_options, solve_options)`` returns a :class:`MethodResult`.
-    ``guarantee`` states what is proven about the answer (empty for exact methods).
+    ``guarantee`` states what is proven about the answer (empty for exact methods); ``requires``
+    names an optional module (an extra) the method needs.
     """
 
     name: str
@@ -68,6 +70,12 @@ class Method:
     run: Callable[[Instance, Mapping[str, Any], SolveOptions], MethodResult]
     summary: str
     guarantee: str = ""
+    requires: str = ""
+
+    @property
+    def available(self) -> bool:
+        """Whether the optional module this method needs (``requires``, e.g. ``torch``) is installed."""
+        return not self.requires or importlib.util.find_spec(self.requires) is not None
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ FAMILY = Family(
         Method("myopic", "heuristic", run_myopic, "per interval, the joint placement of up to 3 queued jobs maximizing the sum of normalized speeds",
                guarantee=MYOPIC_GUARANTEE),
         Method("drl", "heuristic", run_drl, "Harmony: the trained actor-critic policy, one task per action, argmax (--model PATH)",
-               guarantee=DRL_GUARANTEE),
+               guarantee=DRL_GUARANTEE, requires="torch"),
         Method("load-balance", "baseline", heuristic("load-balance"), "the least-loaded feasible server (Kubernetes/Mesos spreading)"),
         Method("tetris", "baseline", heuristic("tetris"), "multi-resource packing by demand/free alignment (Tetris)"),
         Method("least-interference", "baseline", heuristic("least-interference"), "LIF-pairwise: least profiled pairwise slowdown"),

@@ -47,6 +47,7 @@ TRAIN_OPTIONS = (
     Option("jobs_min", 30, None, "fewest jobs per training trace"),
     Option("jobs_max", 60, None, "most jobs per training trace"),
     Option("load", 0.8, None, "generator load of the traces"),
+    Option("static", False, None, "train on static batches (every job at interval 0; spec 6a's training distribution)"),
     Option("reward", "model", ("model", "true"), "rewards from the learned reward model (faithful) or the true world (control)"),
     Option("gamma", 0.9, None, "discount over intervals"),
     Option("lr", 1e-4, None, "Adam learning rate (actor and critic; DL2: 1e-4)"),
@@ -66,10 +67,12 @@ def trace_seed(split: str, seed: int, k: int) -> int:
     return SEED_BASE[split] + 10_000 * seed + k if split == "train" else SEED_BASE[split] + k
 
 
-def make_trace(seed: int, jobs: int, servers: int, world: str, load: float) -> HarmonyView:
+def make_trace(seed: int, jobs: int, servers: int, world: str, load: float, static: bool = False) -> HarmonyView:
+    """A generated trace's view in ``world`` (the hard world runs the default world's job types)."""
     catalog = load_catalog()
     gen_world = "gavel" if world == "gavel" else "default"
-    doc = generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, options={"world": gen_world, "load": load}), catalog)
+    options = {"world": gen_world, "load": load, "static": static}
+    doc = generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, options=options), catalog)
     return view_of(from_document(doc, catalog=catalog), {"world": world})
 
 
@@ -94,7 +97,7 @@ def train_command(spec: TrainSpec) -> str:
 def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[[int, str], None] | None = None) -> TrainResult:
     import torch
 
-    from .policy import PolicyChooser, PolicyNet, RewardModelSpeeds, RewardNet
+    from .policy import PolicyChooser, PolicyNet, RewardModelSpeeds
 
     torch.manual_seed(seed)
     torch.set_num_threads(1)
@@ -107,7 +110,7 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
 
     def trace(split: str, k: int) -> HarmonyView:
         jobs = lo + (trace_seed(split, seed, k) * 7919) % (hi - lo + 1)
-        return make_trace(trace_seed(split, seed, k), jobs, M, opts["world"], float(opts["load"]))
+        return make_trace(trace_seed(split, seed, k), jobs, M, opts["world"], float(opts["load"]), bool(opts["static"]))
 
     validation = [trace("validation", k) for k in range(int(opts["validation"]))]
     types = validation[0].world.types
