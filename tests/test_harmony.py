@@ -203,6 +203,22 @@ def test_gang_rollback_queues_a_job_that_does_not_fit_and_never_migrates():
     assert out.w[0].sum() == 4 and out.w[1].sum() == 2
 
 
+def test_finished_jobs_leave_the_state_policies_see():
+    from mlsched_opt.problems.harmony.baselines import LoadBalance
+
+    view = view_of(instance([("ctc", "allreduce", 2, 0, 0), ("vgg16", "ps", 1, 1, 40)], slots=41), {})
+    others = []
+
+    class Spy(LoadBalance):
+        def choose(self, env, j, role, mask):
+            others.append(int((env.w + env.p).sum() - env.w[j].sum() - env.p[j].sum()))
+            return super().choose(env, j, role, mask)
+
+    out = simulate(view, Spy())
+    assert out.finish_s[0] < 40 * view.slot_s
+    assert others[-1] == 0 and out.w[0].sum() == 2   # the decision keeps the finished job's placement
+
+
 def test_jobs_arriving_later_start_no_earlier_than_their_interval():
     view = view_of(instance([("ctc", "allreduce", 1, 0, 0), ("vgg16", "ps", 1, 1, 3)], slots=4), {})
     out = simulate(view, make_heuristic("packing"))

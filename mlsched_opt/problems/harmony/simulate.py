@@ -53,6 +53,9 @@ class Env:
     finish_s: np.ndarray
     interval: int = 0
     queue: list[int] = field(default_factory=list)
+    # placements as started (w, p above hold only running jobs and the job being placed)
+    placed_w: np.ndarray | None = None
+    placed_p: np.ndarray | None = None
     # the job being placed: tasks still to place, per role
     left: dict[str, int] = field(default_factory=dict)
 
@@ -61,7 +64,7 @@ class Env:
         J, M = view.J, view.M
         return cls(view=view, free=view.capacity.astype(float).copy(), w=np.zeros((J, M), int), p=np.zeros((J, M), int),
                    remaining=view.samples.astype(float).copy(), running=np.zeros(J, bool), done=np.zeros(J, bool),
-                   start=np.full(J, -1), finish_s=np.full(J, np.nan))
+                   start=np.full(J, -1), finish_s=np.full(J, np.nan), placed_w=np.zeros((J, M), int), placed_p=np.zeros((J, M), int))
 
     def feasible(self, j: int, role: str) -> np.ndarray:
         return np.all(self.free >= self.view.demand(role)[j] - 1e-9, axis=1)
@@ -177,12 +180,13 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
             queue.remove(j)
             env.running[j] = True
             env.start[j] = k
+            env.placed_w[j], env.placed_p[j] = env.w[j], env.p[j]
         reward = _advance(env, k, speed_fn)
         rewards.append(reward)
         if on_interval is not None:
             on_interval(env, reward)
         k += 1
-    return Outcome(env.start.copy(), env.w.copy(), env.p.copy(), env.finish_s.copy(), rewards, fallbacks, decisions)
+    return Outcome(env.start.copy(), env.placed_w.copy(), env.placed_p.copy(), env.finish_s.copy(), rewards, fallbacks, decisions)
 
 
 def _advance(env: Env, k: int, speed_fn: SpeedFn) -> float:
@@ -207,4 +211,6 @@ def _advance(env: Env, k: int, speed_fn: SpeedFn) -> float:
             env.done[j] = True
             env.finish_s[j] = t
             env.free += env.w[j][:, None] * view.worker_demand[j] + env.p[j][:, None] * view.ps_demand[j]
+            env.w[j] = 0   # a finished job leaves its servers: policies and heuristics see only running jobs
+            env.p[j] = 0
     return float(((before - env.remaining) / view.samples).sum())
