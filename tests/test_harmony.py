@@ -419,7 +419,16 @@ def test_drl_without_torch_is_a_clear_error(monkeypatch, capsys):
 
     monkeypatch.setattr(policy, "torch", None)
     code, _, err = run_cli(["solve", str(ROOT / "instances" / "harmony-toy.toml"), "--method", "drl"], capsys)
-    assert code == 2 and "pip install" in err
+    assert code == 2 and "pip install" in err and "--method" in err
+    code, _, err = run_cli(["train", "--problem", "harmony", "--episodes", "1", "-o", "never.pt"], capsys)
+    assert code == 2 and "pip install" in err and not Path("never.pt").exists()
+
+
+def test_train_refuses_a_family_without_a_learned_method_and_bad_options(capsys):
+    code, _, err = run_cli(["train", "--problem", "packing", "--episodes", "1", "-o", "x.pt"], capsys)
+    assert code == 2 and "no learned method" in err
+    code, _, err = run_cli(["train", "--problem", "harmony", "--episodes", "1", "-o", "x.pt", "--set", "reward=oracle"], capsys)
+    assert code == 2 and "reward" in err
 
 
 def test_compare_skips_drl_when_torch_is_absent(monkeypatch, capsys):

@@ -43,10 +43,10 @@ DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "models" / "harmony-drl.pt
 HIDDEN = 64
 
 
-def require_torch() -> None:
+def require_torch(field: str = "--method") -> None:
     if torch is None:
         raise UserError("the drl method and `mlsched train` need PyTorch: pip install -e '.[rl]' (torch==2.13.0, the CPU build)",
-                        field="--method")
+                        field=field)
 
 
 if torch is not None:

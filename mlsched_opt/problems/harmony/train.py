@@ -85,7 +85,7 @@ class TrainResult:
 def train_command(spec: TrainSpec) -> str:
     from .policy import require_torch, save_policy
 
-    require_torch()
+    require_torch(field="--problem")
     if spec.episodes < 1:
         raise OptionError(f"episodes must be >= 1, got {spec.episodes}", field="--episodes")
     opts = _parse(TRAIN_OPTIONS, spec.options, "--set", "harmony training")
