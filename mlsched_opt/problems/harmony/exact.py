@@ -82,6 +82,11 @@ def standalone_speeds(view: HarmonyView) -> np.ndarray:
                                       view.capacity[0], view.worker_demand[i], view.ps_demand[i]) for i in range(view.J)])
 
 
+def standalone_intervals(view: HarmonyView) -> np.ndarray:
+    """Every job's length alone on the empty cluster, in intervals (a policy feature)."""
+    return view.samples / (standalone_speeds(view) * view.slot_s)
+
+
 @dataclass(frozen=True)
 class ExactResult:
     """The best static placement (counts (J, M)), its average JCT (intervals), and search statistics."""

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...errors import UserError
 from .baselines import LoadBalance, Packing
-from .exact import standalone_speeds
+from .exact import standalone_intervals, standalone_speeds
 from .features import context_width, host_width, job_width, policy_state, reward_inputs, server_width
 from .simulate import Env
 from .view import HarmonyView
@@ -116,7 +116,7 @@ class PolicyChooser:
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
         self.heuristic = None
-        self.length = self.view.samples / (standalone_speeds(self.view) * self.view.slot_s)
+        self.length = standalone_intervals(self.view)
 
     def start_job(self, env: Env, j: int) -> None:
         self.heuristic = None

@@ -35,7 +35,7 @@ from ...errors import OptionError
 from ...io import from_document, load_catalog
 from ..base import GenerateSpec, Option, TrainSpec, _parse
 from .baselines import HEURISTICS, make_heuristic
-from .exact import standalone_speeds
+from .exact import standalone_intervals, standalone_speeds
 from .features import reward_inputs
 from .generate import generate
 from .simulate import simulate, true_speeds
@@ -212,10 +212,8 @@ class _Recorder:
     """Wraps a heuristic and logs the policy state of each of its decisions (for imitation)."""
 
     def __init__(self, inner, view: HarmonyView):
-        from .policy import PolicyChooser
-
         self.inner = inner
-        self.shadow = PolicyChooser(None, view)
+        self.length = standalone_intervals(view)
         self.log: list[tuple] = []
 
     def start_job(self, env, j):
@@ -228,7 +226,7 @@ class _Recorder:
         from .features import policy_state
 
         a = self.inner.choose(env, j, role, mask)
-        servers, context = policy_state(env, j, role, mask, float(self.shadow.length[j]))
+        servers, context = policy_state(env, j, role, mask, float(self.length[j]))
         self.log.append((servers, context, mask.copy(), a))
         return a
 
