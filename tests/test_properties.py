@@ -72,11 +72,13 @@ def test_every_method_passes_the_checker_and_bounds_are_ordered(problem, seed, j
     if exact.status == "infeasible":
         assert all(r.status in ("failed", "infeasible") for r in results.values())
         return
-    assert exact.status == "optimal"
+    # a solve stopped by the time limit still proves its bound: every answer is ordered against it
+    assert exact.status == "optimal" or (exact.status == "feasible" and exact.bound is not None), exact.status
+    reference = exact.objective if exact.status == "optimal" else exact.bound
     better = (lambda a, b: a >= b - 1e-6) if sense == "max" else (lambda a, b: a <= b + 1e-6)
     for method, rep in results.items():
         if rep.objective is not None:
-            assert better(exact.objective, rep.objective), (method, exact.objective, rep.objective)
+            assert better(reference, rep.objective), (method, reference, rep.objective)
     if not family.bounded:  # its Pyomo model is a surrogate: its relaxation bounds nothing here
         return
     assert lp.status == "optimal"
