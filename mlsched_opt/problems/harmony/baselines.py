@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .simulate import Env
-from .world import Jobs, World, speeds
+from .world import Jobs, World, cached_per_world, speeds
 
 
 class Heuristic:
@@ -106,9 +106,6 @@ def make_heuristic(name: str, seed: int = 0) -> Heuristic:
     return RandomFeasible(seed) if name == "random" else HEURISTICS[name]()
 
 
-_TABLES: dict[int, tuple[World, np.ndarray]] = {}
-
-
 def _profile_pairs(world: World) -> np.ndarray:
     L = len(world.types)
     table = np.zeros((L, L))
@@ -124,7 +121,4 @@ def _profile_pairs(world: World) -> np.ndarray:
 def pair_table(world: World) -> np.ndarray:
     """Slowdown (1 - speed ratio) of type ``a`` when 1 worker + 1 PS of it share a server with 1 + 1
     of type ``b`` (the profiled table of LIF-pairwise; spec section 3's "pair-wise slowdown")."""
-    hit = _TABLES.get(id(world))
-    if hit is None or hit[0] is not world:
-        hit = _TABLES[id(world)] = (world, _profile_pairs(world))
-    return hit[1]
+    return cached_per_world(world, "pair_table", lambda: _profile_pairs(world))

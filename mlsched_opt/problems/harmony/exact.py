@@ -26,7 +26,7 @@ from ...errors import OptionError
 from .baselines import LoadBalance
 from .simulate import Env
 from .view import HarmonyView
-from .world import Jobs, World, speeds
+from .world import Jobs, World, cached_per_world, speeds
 
 #: joint placements we agree to enumerate before pruning (about a minute of numpy at worst)
 MAX_PRODUCT = 2e8
@@ -57,22 +57,14 @@ def job_options(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.
 def standalone_speed(world: World, kind: int, is_ps: bool, W: int, P: int, M: int,
                      cap: np.ndarray, wd: np.ndarray, pd: np.ndarray) -> float:
     """Samples/s of the job alone on ``M`` empty identical servers, at its best placement."""
-    return _standalone(id(world), world, kind, bool(is_ps), int(W), int(P), min(M, W + P),
-                       tuple(np.asarray(cap, float).ravel()[:len(wd)]), tuple(wd), tuple(pd))
+    M = min(M, W + P)
+    cap_t, wd_t, pd_t = (tuple(float(x) for x in np.asarray(a, float).ravel()[:len(wd)]) for a in (cap, wd, pd))
 
+    def best() -> float:
+        w, p = job_options(int(W), int(P), M, np.array(cap_t), np.array(wd_t), np.array(pd_t))
+        return float(speeds(world, Jobs.of([kind], [is_ps], [W], [P]), w[:, None, :], p[:, None, :])[:, 0].max())
 
-_STANDALONE: dict[tuple, tuple[World, float]] = {}
-
-
-def _standalone(wid, world, kind, is_ps, W, P, M, cap, wd, pd) -> float:
-    key = (wid, kind, is_ps, W, P, M, cap, wd, pd)
-    if key in _STANDALONE and _STANDALONE[key][0] is world:
-        return _STANDALONE[key][1]
-    w, p = job_options(W, P, M, np.array(cap), np.array(wd), np.array(pd))
-    v = speeds(world, Jobs.of([kind], [is_ps], [W], [P]), w[:, None, :], p[:, None, :])[:, 0]
-    best = float(v.max())
-    _STANDALONE[key] = (world, best)
-    return best
+    return cached_per_world(world, ("standalone", int(kind), bool(is_ps), int(W), int(P), M, cap_t, wd_t, pd_t), best)
 
 
 def standalone_speeds(view: HarmonyView) -> np.ndarray:
@@ -145,24 +137,34 @@ def static_placements(view: HarmonyView, time_limit: float) -> tuple[np.ndarray,
                           "spec 6a sizes: M <= 4 servers, N <= 4 jobs, W <= 4, P <= 2 (use --method surrogate beyond)",
                           field="--method")
     start = time.perf_counter()
-    M = view.M
-    w = np.zeros((1, 0, M), int)
-    p = np.zeros((1, 0, M), int)
-    used = np.zeros((1, M, view.capacity.shape[1]))
+    w, p, used = _empty_product(view.M, view.capacity.shape[1])
     for i in range(view.J):
-        ow, op = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), M, view.capacity, view.worker_demand[i], view.ps_demand[i])
-        add = ow[..., None] * view.worker_demand[i] + op[..., None] * view.ps_demand[i]     # (O, M, K)
-        step = max(1, _CHUNK * 10 // max(1, len(ow)))
-        parts = []
-        for lo in range(0, len(w), step):
-            new_used = used[lo:lo + step, None] + add[None]                                  # (b, O, M, K)
-            b, o = np.nonzero(np.all(new_used <= view.capacity + 1e-9, axis=(2, 3)))
-            parts.append((np.concatenate([w[lo + b], ow[o][:, None, :]], axis=1),
-                          np.concatenate([p[lo + b], op[o][:, None, :]], axis=1), new_used[b, o]))
-        w, p, used = _canonical(*(np.concatenate(x) for x in zip(*parts)))
+        ow, op = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, view.capacity, view.worker_demand[i], view.ps_demand[i])
+        w, p, used = _canonical(*_extend(w, p, used, ow, op, view.worker_demand[i], view.ps_demand[i], view.capacity))
         if time.perf_counter() - start > time_limit:
             return w, p, size, False
     return w, p, size, True
+
+
+def _empty_product(M: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The product of no jobs: one placement with no job columns and nothing used."""
+    return np.zeros((1, 0, M), int), np.zeros((1, 0, M), int), np.zeros((1, M, K))
+
+
+def _extend(w: np.ndarray, p: np.ndarray, used: np.ndarray, ow: np.ndarray, op: np.ndarray,
+            wd: np.ndarray, pd: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every placement ``(w, p)`` (B, J, M) joined with every option ``(ow, op)`` of one more job that
+    keeps ``used + its demand`` within ``cap``; in chunks, so memory stays bounded."""
+    add = ow[..., None] * wd + op[..., None] * pd                                   # (O, M, K)
+    step = max(1, _CHUNK * 10 // max(1, len(ow)))
+    B, J, M = w.shape
+    parts = [(np.zeros((0, J + 1, M), int), np.zeros((0, J + 1, M), int), np.zeros((0, *used.shape[1:])))]
+    for lo in range(0, B, step):
+        new_used = used[lo:lo + step, None] + add[None]                                # (b, O, M, K)
+        b, o = np.nonzero(np.all(new_used <= cap + 1e-9, axis=(2, 3)))
+        parts.append((np.concatenate([w[lo + b], ow[o][:, None, :]], axis=1),
+                      np.concatenate([p[lo + b], op[o][:, None, :]], axis=1), new_used[b, o]))
+    return tuple(np.concatenate(x) for x in zip(*parts))
 
 
 def _canonical(w: np.ndarray, p: np.ndarray, used: np.ndarray):
@@ -261,17 +263,9 @@ class Myopic(LoadBalance):
         if size == 0 or size > self.max_product:
             return None
         M = view.M
-        w = np.zeros((1, len(group), M), int)
-        p = np.zeros((1, len(group), M), int)
-        used = np.zeros((1, M, view.capacity.shape[1]))
-        for n, (j, (ow, op)) in enumerate(zip(group, opts)):
-            add = ow[..., None] * view.worker_demand[j] + op[..., None] * view.ps_demand[j]
-            new_used = used[:, None] + add[None]
-            b, o = np.nonzero(np.all(new_used <= env.free + 1e-9, axis=(2, 3)))
-            w = w[b].copy()
-            p = p[b].copy()
-            w[:, n], p[:, n] = ow[o], op[o]
-            used = new_used[b, o]
+        w, p, used = _empty_product(M, view.capacity.shape[1])
+        for j, (ow, op) in zip(group, opts):
+            w, p, used = _extend(w, p, used, ow, op, view.worker_demand[j], view.ps_demand[j], env.free)
         if len(w) == 0:
             return None
         running = np.flatnonzero(env.running)

@@ -35,7 +35,7 @@ squares to Gavel's pairwise co-location throughputs (:mod:`.gavel_fit`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -165,6 +165,18 @@ def speeds(world: World, jobs: Jobs, w: np.ndarray, p: np.ndarray) -> np.ndarray
     """Samples per second of every job (0 for jobs without workers), same shapes as :func:`step_times`."""
     T = step_times(world, jobs, w, p)
     return jobs.W * world.batch[jobs.kind] / T
+
+
+_CACHE: dict[tuple[int, Hashable], tuple["World", Any]] = {}
+
+
+def cached_per_world(world: World, key: Hashable, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per world object and ``key`` (a World holds arrays: it cannot be a dict key;
+    the stored world guards against a reused ``id``)."""
+    hit = _CACHE.get((id(world), key))
+    if hit is None or hit[0] is not world:
+        hit = _CACHE[(id(world), key)] = (world, compute())
+    return hit[1]
 
 
 def world_from_catalog(catalog: Mapping, types: Sequence[str], name: str = "default") -> World:
