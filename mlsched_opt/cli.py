@@ -52,11 +52,11 @@ def _family_for(instance, problem: str | None):
     return get_family(name)
 
 
-def _solve_options(solver: str, time_limit: float, gap: float, threads: int, seed: int):
+def _solve_options(solver: str, time_limit: float, gap: float, threads: int, seed: int, certify: bool = True):
     from .solvers import SolveOptions, check_solver
 
     check_solver(solver)
-    return SolveOptions(solver=solver, time_limit=time_limit, gap=gap, threads=threads, seed=seed)
+    return SolveOptions(solver=solver, time_limit=time_limit, gap=gap, threads=threads, seed=seed, certify=certify)
 
 
 def solver_options(f):
@@ -67,15 +67,27 @@ def solver_options(f):
     f = click.option("--time-limit", type=float, default=60.0, show_default=True, help="Seconds per solve; always enforced.")(f)
     f = click.option("--solver", default="highs", show_default=True, help="highs, cpsat, or any installed Pyomo solver (cbc, glpk, scip, gurobi).")(f)
     f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Problem option, e.g. --set objective=servers.")(f)
+    f = click.option("--certify/--no-certify", default=True, show_default=True,
+                     help="Confirm every 'optimal' or 'infeasible' of an exact solve by an independent solver.")(f)
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _limits_epilog() -> str:
+    from .io.files import LIMITS
+
+    rows = "\n".join(f"  {name + '=' + str(default):<18} {what}" for name, (default, what) in LIMITS.items())
+    return ("\b\nLimits (refused with exit 2 and the field named; raise with --limit NAME=N or\n"
+            "MLSCHED_LIMITS=\"NAME=N,...\"; the command line wins):\n" + rows)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_limits_epilog())
 @click.version_option(__version__, prog_name="mlsched")
 @click.option("--catalog", envvar="MLSCHED_CATALOG", default=None, metavar="DIR",
               help="Workload catalog directory (default: models/ of this repository; env MLSCHED_CATALOG).")
+@click.option("--limit", "limit", multiple=True, metavar="NAME=N",
+              help="Raise (or lower) a size limit for this run, e.g. --limit servers=100000 (see Limits below).")
 @click.pass_context
-def cli(ctx: click.Context, catalog: str | None) -> None:
+def cli(ctx: click.Context, catalog: str | None, limit: tuple[str, ...]) -> None:
     """Optimization models for scheduling distributed deep-learning jobs on GPU clusters.
 
     \b
@@ -85,6 +97,10 @@ def cli(ctx: click.Context, catalog: str | None) -> None:
       mlsched compare instances/demo.toml            every method against the optimum
       mlsched solve instances/demo.toml --method exact
     """
+    from .io.files import limits, set_limits
+
+    set_limits(limit)
+    limits()  # a malformed $MLSCHED_LIMITS is reported before any work
     ctx.obj = {"catalog": catalog}
 
 
@@ -120,9 +136,11 @@ def validate(ctx: click.Context, file: str) -> int:
 @click.option("--out", "out", default=None, metavar="SOLUTION.json", help="Write the solution file here.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.pass_context
-def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, seed, samples, epsilon, attempts, model, out, as_json) -> int:
+def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, threads, seed, samples, epsilon, attempts, model, out, as_json) -> int:
     """Solve an instance FILE with one method; the answer is checked independently."""
     from .checking import check_solution
+
+    from .io.files import check_writable
 
     inst = _load(file, ctx.obj["catalog"])
     family = _family_for(inst, problem)
@@ -135,11 +153,19 @@ def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, se
         if name not in {o.name for o in family.options}:
             raise OptionError(f"--{name} applies to families with {what}; {family.name} has none", field=f"--{name}")
         raw[name] = str(value)
-    options = family.parse_options(raw)
-    sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed), options)
-    check = check_solution(inst, sol) if sol.decision is not None else None
+    options = family.resolve_options(inst, raw)
+    inputs = (file, raw.get("model"))
     if out:
-        sol.write(out)
+        check_writable(out, inputs)  # before the solve, which may take long
+    sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed, certify), options)
+    check = check_solution(inst, sol, options) if sol.decision is not None else None
+    write_error = None
+    if out:
+        try:
+            sol.write(out, inputs)
+        except UserError as exc:  # the answer is printed all the same, then exit 2
+            write_error = exc
+            out = None
     rep = sol.report
     if as_json:
         doc: dict[str, Any] = {"problem": family.name, "method": method, "instance": file, **rep.to_dict()}
@@ -160,6 +186,9 @@ def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, se
     if check is not None and not check.feasible:
         for v in check.violations:
             click.echo(f"  violation: {v}", err=True)
+    if write_error is not None:
+        raise write_error
+    if check is not None and not check.feasible:
         return 1
     return 1 if rep.status == "error" else 0
 
@@ -167,13 +196,17 @@ def solve(ctx, file, problem, method, sets, solver, time_limit, gap, threads, se
 @cli.command()
 @click.argument("file")
 @click.argument("solution")
+@click.option("--problem", default=None, help="Problem family (default: the solution's).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Problem option (default: the instance's options, else the family's defaults; never the solution's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 @click.pass_context
-def check(ctx, file, solution, as_json) -> int:
+def check(ctx, file, solution, problem, sets, as_json) -> int:
     """Check SOLUTION (JSON) against the instance FILE, trusting nothing but the decision.
 
-    Exit 0 when the decision is feasible and the stated objective is right; 1 otherwise,
-    with every violation listed.
+    The problem is the instance's with its options and --set: a solution that records other
+    problem options breaks the rule `problem-options`.  Exit 0 when the decision is feasible
+    and the stated objective is right; 1 otherwise, with every violation listed.
 
     \b
     Example:
@@ -185,7 +218,9 @@ def check(ctx, file, solution, as_json) -> int:
 
     inst = _load(file, ctx.obj["catalog"])
     sol = read_solution(solution)
-    result = check_solution(inst, sol)
+    if problem is not None and problem != sol.problem:
+        raise OptionError(f"the solution is for problem {sol.problem!r}, not {problem!r}", field="--problem")
+    result = check_solution(inst, sol, _parse_sets(sets))
     if as_json:
         click.echo(json.dumps(result.to_dict()))
     elif result.feasible:
@@ -211,14 +246,19 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
     Example:
       mlsched export instances/demo.toml --format lp -o demo.lp
     """
-    from .solvers import export_model
+    from .io.files import atomic_path, check_writable
+    from .solvers import EXPORT_FORMATS, export_model
 
     inst = _load(file, ctx.obj["catalog"])
     family = _family_for(inst, problem)
-    options = family.parse_options(_parse_sets(sets))
+    options = family.resolve_options(inst, _parse_sets(sets))
     fmt = fmt or Path(output).suffix.lstrip(".").lower()
+    if fmt not in EXPORT_FORMATS:
+        raise OptionError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r} (use --format or a .mps/.lp name)", field="--format")
+    check_writable(output, (file,))  # before building the model
     model = family.build_model(inst, options)
-    export_model(model, output, fmt)
+    with atomic_path(output, (file,)) as tmp:
+        export_model(model, tmp, fmt)
     click.echo(f"wrote {output} ({fmt}, {model.nvariables()} variables, {model.nconstraints()} constraints)")
     return 0
 
@@ -241,12 +281,18 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
       mlsched generate --problem smd --jobs 30 --servers 2 --seed 1 --set sgd=sync -o smd.toml
     """
     from .io import from_document, load_catalog, write_document
-    from .io.files import format_of
+    from .io.files import check_writable, format_of, limits, over_limit
     from .problems import GenerateSpec, get_family
 
     if seed < 0:
         raise OptionError(f"seed must be >= 0, got {seed}", field="--seed")
+    # the sizes a generator would draw are refused before it draws them, like a file's would be
+    caps = limits()
+    for name, value in (("jobs", jobs), ("servers", servers), ("slots", slots)):
+        if value is not None and value > caps[name]:
+            raise over_limit(name, value, f"the number of {name}", None, f"--{name}")
     format_of(output)
+    check_writable(output)
     family = get_family(problem)
     catalog = load_catalog(ctx.obj["catalog"])
     options = family.parse_generate_options(_parse_sets(sets))
@@ -265,7 +311,7 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
 @solver_options
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.pass_context
-def compare(ctx, file, problem, methods, solvers, sets, solver, time_limit, gap, threads, seed, as_json) -> int:
+def compare(ctx, file, problem, methods, solvers, sets, certify, solver, time_limit, gap, threads, seed, as_json) -> int:
     """Run methods on FILE, check every answer, and print ratios to the proven optimum.
 
     The exact method runs once per solver in --solvers; the LP relaxation adds a bound.
@@ -292,19 +338,22 @@ def compare(ctx, file, problem, methods, solvers, sets, solver, time_limit, gap,
         pairs += [(m.name, s) for s in solver_list] if m.kind == "exact" else [(m.name, solver)]
     for _, s in pairs:
         _solve_options(s, time_limit, gap, threads, seed)
-    options = _parse_sets(sets)
-    base = _solve_options(solver, time_limit, gap, threads, seed)
+    options = family.resolve_options(inst, _parse_sets(sets))
+    base = _solve_options(solver, time_limit, gap, threads, seed, certify)
     progress = None if as_json else (lambda msg: click.echo(msg, err=True))
     rows = run_compare(inst, family, pairs, options, base, progress=progress)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows]))
     else:
-        opts = family.parse_options(options)
+        opts = options
         click.echo(f"{family.name} on {inst.name} ({len(inst.jobs)} jobs, {len(inst.servers)} servers; "
                    f"{', '.join(f'{k}={v}' for k, v in opts.items())}; sense {family.sense(opts)}; gap {gap:g})")
         click.echo(format_table(rows))
         click.echo("ratio: how far from the proven optimum (1 = optimal); '<=' when only a bound is proven")
-    bad = [r for r in rows if r.check is not None and not r.check.feasible]
+        for r in rows:
+            if r.report.status == "disputed":
+                click.echo(f"DISPUTED {r.label}: {r.report.message}", err=True)
+    bad = [r for r in rows if (r.check is not None and not r.check.feasible) or r.report.status == "disputed"]
     return 1 if bad else 0
 
 
@@ -324,9 +373,12 @@ def train(problem, episodes, seed, output, sets) -> int:
     from .problems import get_family
     from .problems.base import TrainSpec
 
+    from .io.files import check_writable
+
     family = get_family(problem)
     if family.train is None:
         raise OptionError(f"problem {family.name} has no learned method to train", field="--problem")
+    check_writable(output)  # before the training, not after it
     spec = TrainSpec(episodes=episodes, seed=seed, output=output, options=_parse_sets(sets))
     if sys.stderr.isatty():
         with click.progressbar(length=episodes, label=f"training {family.name}", file=sys.stderr,
@@ -358,10 +410,11 @@ def info(ctx) -> int:
             g = f" [guarantee: {m.guarantee}]" if m.guarantee else ""
             click.echo(f"    --method {m.name} ({m.kind}): {m.summary}{g}")
         for o in fam.options:
-            click.echo(f"    --set {o.name}=<{'|'.join(map(str, o.choices or ())) or type(o.default).__name__}> (default {o.default}): {o.help}")
+            kind = " [problem]" if o.problem else ""
+            click.echo(f"    --set {o.name}=<{o.describe()}> (default {o.default}){kind}: {o.help}")
         for verb, opts in (("generate", fam.generate_options), ("train", fam.train_options)):
             for o in opts:
-                click.echo(f"    {verb} --set {o.name}=<{'|'.join(map(str, o.choices or ())) or type(o.default).__name__}> (default {o.default}): {o.help}")
+                click.echo(f"    {verb} --set {o.name}=<{o.describe()}> (default {o.default}): {o.help}")
     click.echo("solvers:")
     for name, version in available_solvers().items():
         click.echo(f"  {name}: {version or 'not installed'}")
@@ -375,6 +428,8 @@ def info(ctx) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors end in one line and exit code 2, never a traceback."""
+    from .io.files import set_limits
+
     try:
         code = cli.main(args=argv, prog_name="mlsched", standalone_mode=False)
     except UserError as exc:
@@ -389,6 +444,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    finally:
+        set_limits(())  # --limit holds for one command (main runs many times in one test process)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import json
 import subprocess
 import sys
@@ -99,7 +100,7 @@ def test_missing_file(run, tmp_path):
 @pytest.mark.parametrize("args,words", [
     (["solve", DEMO, "--method", "magic"], "--method: unknown method 'magic'"),
     (["solve", DEMO, "--problem", "tsp"], "--problem: unknown problem 'tsp'"),
-    (["solve", DEMO, "--solver", "nosuchsolver"], "--solver: unknown or unavailable solver"),
+    (["solve", DEMO, "--solver", "nosuchsolver"], "--solver: unknown"),
     (["solve", DEMO, "--set", "objective=cost"], "--set: objective must be one of weight, servers"),
     (["solve", DEMO, "--set", "color=red"], "--set: unknown option 'color'"),
     (["solve", DEMO, "--time-limit", "0"], "--time-limit: time limit must be a positive number"),
@@ -133,3 +134,394 @@ def test_console_script_prints_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mlsched_opt", "validate", str(bad)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"mlsched: error: {bad}: cluster.servers: needs at least 1 item(s)"
+
+
+# --- outputs: atomic, never onto an input, every OSError a one-line user error --------------
+
+import errno  # noqa: E402
+import os  # noqa: E402
+
+from mlsched_opt.io import files as io_files  # noqa: E402
+
+from .conftest import ROOT  # noqa: E402
+
+
+def _one_error_line(err: str, path) -> str:
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"mlsched: error: {path}: "), err
+    return err
+
+
+def _command_writing(kind: str, target, tmp_path) -> list:
+    src = tmp_path / "in.toml"
+    if not src.exists():
+        src.write_bytes(DEMO.read_bytes())
+    return {
+        "solve": ["solve", src, "--method", "ffd", "--out", target],
+        "generate": ["generate", "--problem", "packing", "--jobs", 3, "--servers", 2, "--seed", 1, "-o", target],
+        "export": ["export", src, "--format", "lp", "-o", target],
+    }[kind]
+
+
+def _read_only(path):
+    path.write_text("precious\n")
+    path.chmod(0o444)
+    return path
+
+
+OUTPUT_CASES = {
+    # name: (target inside tmp_path, words in the message)
+    "missing folder": (lambda t: t / "no" / "such" / "out.json", "does not exist"),
+    "a directory": (lambda t: (t / "adir.toml").mkdir() or t / "adir.toml", "is a directory"),
+    "a read-only file": (lambda t: _read_only(t / "ro.toml"), "read-only"),
+    "a FIFO": (lambda t: os.mkfifo(t / "pipe.toml") or t / "pipe.toml", "FIFO"),
+}
+
+
+@pytest.mark.parametrize("kind", ["solve", "generate", "export"])
+@pytest.mark.parametrize("case", sorted(OUTPUT_CASES))
+def test_unwritable_output_is_one_line_exit_2(kind, case, tmp_path, run):
+    make, words = OUTPUT_CASES[case]
+    target = make(tmp_path)
+    before = target.read_bytes() if target.is_file() else None
+    code, _, err = run(*_command_writing(kind, target, tmp_path))
+    assert code == 2
+    assert words in _one_error_line(err, target)
+    if before is not None:
+        assert target.read_bytes() == before
+    assert not [p for p in tmp_path.rglob(".*.tmp*")], "a temporary file was left behind"
+
+
+@pytest.mark.parametrize("kind", ["solve", "export"])
+@pytest.mark.parametrize("alias", ["same path", "symlink", "hard link", "other spelling"])
+def test_output_onto_an_input_is_refused_and_the_input_kept(kind, alias, tmp_path, run):
+    src = tmp_path / "in.toml"
+    src.write_bytes(DEMO.read_bytes())
+    target = {"same path": src, "symlink": tmp_path / "link.toml", "hard link": tmp_path / "hard.toml",
+              "other spelling": tmp_path / "." / ".." / tmp_path.name / "in.toml"}[alias]
+    if alias == "symlink":
+        target.symlink_to(src)
+    elif alias == "hard link":
+        os.link(src, target)
+    code, out, err = run(*_command_writing(kind, target, tmp_path))
+    assert code == 2 and out == ""
+    assert "refusing to overwrite the input file" in _one_error_line(err, target)
+    assert src.read_bytes() == DEMO.read_bytes()
+
+
+@pytest.mark.parametrize("failure", [errno.ENOSPC, errno.EACCES, errno.EROFS])
+def test_failed_solution_write_keeps_the_old_file_and_still_prints_the_answer(failure, tmp_path, run, monkeypatch):
+    target = tmp_path / "s.json"
+    target.write_text("old\n")
+
+    def refuse(src, dst):
+        raise OSError(failure, os.strerror(failure))
+
+    monkeypatch.setattr(io_files.os, "replace", refuse)
+    code, out, err = run("solve", DEMO, "--method", "ffd", "--out", target)
+    assert code == 2
+    assert "packing / ffd on demo: feasible" in out and "check: ok" in out and "written" not in out
+    reason = {errno.ENOSPC: "disk full", errno.EACCES: "permission denied", errno.EROFS: "read-only file system"}[failure]
+    assert _one_error_line(err, target).strip().endswith(f"cannot write ({reason})")
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+
+
+def test_failed_json_solve_still_prints_the_json_answer(tmp_path, run, monkeypatch):
+    monkeypatch.setattr(io_files.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+    code, out, err = run("solve", DEMO, "--method", "ffd", "--json", "--out", tmp_path / "s.json")
+    assert code == 2 and "disk full" in err
+    doc = json.loads(out)
+    assert doc["status"] == "feasible" and "solution_file" not in doc
+
+
+def test_write_failing_midway_leaves_no_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "x.json"
+    target.write_text('{"old": 1}\n')
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(io_files.os, "fsync", full)
+    with pytest.raises(io_files.UserError, match="disk full"):
+        io_files.write_document({"new": 1}, target)
+    assert target.read_text() == '{"old": 1}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_atomic_write_replaces_and_keeps_the_mode(tmp_path):
+    target = tmp_path / "x.toml"
+    target.write_text("a = 1\n")
+    target.chmod(0o640)
+    io_files.write_document({"a": 2}, target)
+    assert target.read_text() == "a = 2\n" and (target.stat().st_mode & 0o777) == 0o640
+    fresh = tmp_path / "fresh.json"
+    io_files.write_document({"a": 3}, fresh)
+    assert json.loads(fresh.read_text()) == {"a": 3} and fresh.stat().st_mode & 0o600 == 0o600
+
+
+def test_train_checks_its_output_before_training(tmp_path, run, monkeypatch):
+    import dataclasses
+
+    import mlsched_opt.problems as problems
+
+    def never(spec):
+        raise AssertionError("training started although the output cannot be written")
+
+    real = problems.get_family
+    monkeypatch.setattr(problems, "get_family", lambda name: dataclasses.replace(real(name), train=never))
+    target = tmp_path / "missing" / "policy.pt"
+    code, _, err = run("train", "--problem", "harmony", "--episodes", 1, "-o", target)
+    assert code == 2 and "does not exist" in _one_error_line(err, target)
+
+
+# --- hostile numbers: refused by the schema with the field path, before any model is built --
+
+_CPU = "cluster.servers[1].capacity.cpu"
+
+
+def _demo_with_cpu(tmp_path, token: str, fmt: str):
+    doc = read_document(DEMO)
+    doc["cluster"]["servers"][1]["capacity"]["cpu"] = "@@"
+    path = tmp_path / f"n.{fmt}"
+    if fmt == "json":
+        path.write_text(json.dumps(doc).replace('"@@"', token))
+    else:
+        from mlsched_opt.io.files import dump_toml
+
+        path.write_text(dump_toml(doc).replace('"@@"', token))
+    return path
+
+
+HOSTILE_NUMBERS = {
+    # (token, format): words in the message; the field is always named
+    ("1e999", "json"): "infinite",
+    ("-1e999", "json"): "infinite",
+    ("Infinity", "json"): "infinite",
+    ("NaN", "json"): "NaN",
+    ("1e308", "json"): "2**53",
+    ("1180591620717411303424", "json"): "2**53",  # 2**70
+    ("9" * 400, "json"): "400 digits",
+    ("9" * 5000, "json"): "5000 digits",
+    ("-" + "9" * 5000, "json"): "5000 digits",
+    ("inf", "toml"): "infinite",
+    ("-inf", "toml"): "infinite",
+    ("nan", "toml"): "NaN",
+    ("1e999", "toml"): "infinite",
+    ("9" * 400, "toml"): "400 digits",
+    ("9007199254740993", "toml"): "2**53",
+}
+
+
+@pytest.mark.parametrize("token,fmt", sorted(HOSTILE_NUMBERS), ids=lambda v: v[:12])
+def test_hostile_numbers_name_the_field(token, fmt, tmp_path, run):
+    path = _demo_with_cpu(tmp_path, token, fmt)
+    code, out, err = run("validate", path)
+    assert code == 2 and out == ""
+    line = _one_error_line(err, path)
+    assert line.startswith(f"mlsched: error: {path}: {_CPU}: "), line
+    assert HOSTILE_NUMBERS[(token, fmt)] in line
+
+
+def test_toml_integer_beyond_python_digit_limit_is_an_instance_error(tmp_path, run):
+    path = _demo_with_cpu(tmp_path, "9" * 5000, "toml")
+    code, _, err = run("validate", path)
+    assert code == 2 and "invalid TOML" in _one_error_line(err, path)
+
+
+_HUGE = [math.nan, math.inf, -math.inf, 2**53 + 1, -(2**60), 1e300, 10**400]
+
+
+@pytest.mark.parametrize("value,schema", [(v, s) for v in _HUGE for s in ({"type": "number"}, {"type": "number", "minimum": 0})]
+                         + [(v, {"type": "integer"}) for v in _HUGE if isinstance(v, int)])
+def test_validator_refuses_non_finite_and_huge_whatever_the_schema_says(value, schema):
+    from mlsched_opt.io.schema import SchemaViolation, validate
+
+    with pytest.raises(SchemaViolation, match="finite|2\\*\\*53"):
+        validate(value, schema)
+    validate(2**53, schema)  # the bound itself is fine
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, 2**70, 1e300])
+def test_from_document_refuses_hostile_numbers_from_python(value, catalog):
+    from mlsched_opt.errors import InstanceError
+    from mlsched_opt.io import from_document
+
+    doc = read_document(DEMO)
+    doc["jobs"][0]["weight"] = value
+    with pytest.raises(InstanceError) as exc:
+        from_document(doc, catalog=catalog)
+    assert exc.value.field == "jobs[0].weight"
+
+
+# --- hostile files and sizes ------------------------------------------------------------------
+
+def _fifo(tmp_path):
+    path = tmp_path / "x.toml"
+    os.mkfifo(path)
+    return path
+
+
+def _zero(tmp_path):
+    path = tmp_path / "zero.json"
+    path.symlink_to("/dev/zero")
+    return path
+
+
+def _socket(tmp_path):
+    import socket
+
+    path = tmp_path / "s.json"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    return path
+
+
+def _dir(tmp_path):
+    path = tmp_path / "d.toml"
+    path.mkdir()
+    return path
+
+
+def _deep_json(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"format": "mlsched-instance/1", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    return path
+
+
+def _deep_toml(tmp_path):
+    path = tmp_path / "deep.toml"
+    path.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    return path
+
+
+SPECIAL_FILES = {
+    "FIFO": (_fifo, "FIFO"),
+    "symlink to /dev/zero": (_zero, "character device"),
+    "socket": (_socket, "socket"),
+    "directory": (_dir, "is a directory"),
+    "100k nested JSON arrays": (_deep_json, "over the limit depth=64"),
+    "100k nested TOML arrays": (_deep_toml, "over the limit depth=64"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPECIAL_FILES))
+def test_special_and_deep_files_are_refused_without_blocking(case, tmp_path, run):
+    make, words = SPECIAL_FILES[case]
+    path = make(tmp_path)
+    code, _, err = run("validate", path)
+    assert code == 2 and words in _one_error_line(err, path)
+
+
+def test_file_size_cap_and_raising_it(tmp_path, run, monkeypatch):
+    doc = read_document(DEMO)
+    doc["description"] = "x" * (2 * 2**20)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    monkeypatch.setenv("MLSCHED_LIMITS", "file_mb=1")
+    code, _, err = run("validate", path)
+    assert code == 2 and "over the limit file_mb=1" in _one_error_line(err, path)
+    code, _, _ = run("--limit", "file_mb=3", "validate", path)
+    assert code == 0
+
+
+def _demo_json(tmp_path, mutate, name="sz.json"):
+    doc = read_document(DEMO)
+    mutate(doc)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+SIZE_CASES = {
+    # name: (mutation, field, limit name)
+    "server count 1e8": (lambda d: d["cluster"]["servers"][0].__setitem__("count", 10**8), "cluster.servers[0].count", "servers"),
+    "workers 1e9": (lambda d: d["jobs"][0].__setitem__("workers", {"min": 1, "max": 10**9}), "jobs[0].workers", "tasks"),
+    "slots 1e12": (lambda d: d.__setitem__("time", {"slots": 10**12}), "time.slots", "slots"),
+    "cells": (lambda d: (d.__setitem__("time", {"slots": 9_000}), d["cluster"]["servers"][0].__setitem__("count", 500)), "time.slots", "cells"),
+    "jobs": (lambda d: d.__setitem__("jobs", d["jobs"] * 1000), "jobs", "jobs"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SIZE_CASES))
+def test_sizes_beyond_a_limit_name_the_field_and_the_limit(case, tmp_path, run):
+    mutate, field, limit = SIZE_CASES[case]
+    path = _demo_json(tmp_path, mutate)
+    code, _, err = run("validate", path)
+    line = _one_error_line(err, path)
+    assert code == 2 and line.startswith(f"mlsched: error: {path}: {field}: ")
+    assert f"over the limit {limit}=" in line and f"--limit {limit}=N" in line
+
+
+def test_limits_are_raised_by_option_or_environment_for_one_command(tmp_path, run, monkeypatch):
+    path = _demo_json(tmp_path, lambda d: d["cluster"]["servers"][0].__setitem__("count", 30))
+    assert run("--limit", "servers=20", "validate", path)[0] == 2
+    assert run("validate", path)[0] == 0  # the option held for one command only
+    monkeypatch.setenv("MLSCHED_LIMITS", "servers=20, jobs=5000")
+    assert run("validate", path)[0] == 2
+    assert run("--limit", "servers=40", "validate", path)[0] == 0  # the command line wins
+
+
+@pytest.mark.parametrize("args,env,words", [
+    (["--limit", "servers"], None, "--limit: expected NAME=VALUE"),
+    (["--limit", "gpus=3"], None, "--limit: unknown limit 'gpus'"),
+    (["--limit", "servers=-1"], None, "--limit: limit servers must be a whole number"),
+    (["--limit", "servers=nan"], None, "--limit: limit servers must be a whole number"),
+    (["--limit", "servers=1e99"], None, "--limit: limit servers must be a whole number"),
+    ([], "servers=lots", "$MLSCHED_LIMITS: limit servers must be a whole number"),
+])
+def test_bad_limits_are_option_errors(args, env, words, run, monkeypatch):
+    if env:
+        monkeypatch.setenv("MLSCHED_LIMITS", env)
+    code, _, err = run(*args, "validate", DEMO)
+    assert code == 2 and words in err and err.count("\n") == 1
+
+
+def test_every_shipped_instance_is_within_the_default_limits():
+    from mlsched_opt.io import load_instance
+
+    for path in sorted((ROOT / "instances").glob("*.*")):
+        load_instance(path)
+
+
+def _nested(depth: int) -> str:
+    # brackets inside strings (both quote kinds, escapes) must not count
+    return '{"s": "[[{\\"\\\\", "x": ' + "[" * (depth - 1) + '"]]]"' + "]" * (depth - 1) + "}"
+
+
+@pytest.mark.parametrize("depth", [1, 2, 63, 64, 65, 200])
+def test_nesting_limit_is_exact_and_ignores_brackets_in_strings(depth, tmp_path):
+    from mlsched_opt.errors import InstanceError
+
+    path = tmp_path / "n.json"
+    path.write_text(_nested(depth))
+    if depth <= 64:
+        assert read_document(path)["s"] == '[[{"\\'
+    else:
+        with pytest.raises(InstanceError, match="over the limit depth=64"):
+            read_document(path)
+
+
+def test_toml_comments_and_strings_do_not_count_as_nesting(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("# " + "[" * 500 + "\n" + 'a = "' + "{" * 500 + '"\n' + "b = '" + "[" * 500 + "'\n")
+    assert read_document(path)["a"] == "{" * 500
+
+
+def test_help_lists_the_limits_and_how_to_raise_them(run):
+    code, out, _ = run("--help")
+    assert code == 0
+    assert "--limit NAME=N" in out and "MLSCHED_LIMITS" in out
+    for name in io_files.LIMITS:
+        assert f"{name}=" in out
+
+
+@pytest.mark.parametrize("kind", ["generate", "export"])
+def test_failed_write_of_generate_and_export_leaves_nothing_behind(kind, tmp_path, run, monkeypatch):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / ("g.toml" if kind == "generate" else "m.lp")
+    monkeypatch.setattr(io_files.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+    code, _, err = run(*_command_writing(kind, target, tmp_path))
+    assert code == 2 and _one_error_line(err, target).strip().endswith("cannot write (disk full)")
+    assert list(out_dir.iterdir()) == []

@@ -78,6 +78,11 @@ def _mutations(doc):
         (("jobs", 0, "work"), {"iterations": 10}), (("jobs", 0, "utility"), {"kind": "linear", "value": 1, "slope": 0.5}),
         (("cluster", "servers", 0, "role"), "gpu"), (("cluster", "servers"), []), (("time",), {"slots": 0}),
         (("jobs", 1, "gpu_models"), []), (("jobs", 1, "id"), ""), (("cluster", "servers", 0, "capacity", "extra"), {"x": "1"}),
+        # the number domains: every numeric field is bounded by 2**53 in magnitude, in the files too
+        (("jobs", 0, "weight"), 2**60), (("jobs", 0, "weight"), 2**53), (("jobs", 0, "weight"), 1e300),
+        (("cluster", "servers", 0, "capacity", "extra"), {"x": 1e300}), (("time",), {"slots": 2**53 + 1}),
+        (("cluster", "servers", 0, "count"), 2**53 + 1), (("jobs", 0, "arrival_slot"), -(2**70)),
+        (("jobs", 0, "utility"), {"kind": "sigmoid", "gamma1": 1, "gamma2": 1, "gamma3": -1e300}),
     ]:
         d = copy.deepcopy(doc)
         node = d
@@ -115,3 +120,34 @@ _inline = st.recursive(_scalars, lambda inner: st.one_of(st.lists(_scalars, max_
                                         st.lists(st.dictionaries(_keys, _inline, min_size=1, max_size=3), min_size=1, max_size=3)), max_size=5))
 def test_toml_writer_round_trips(doc):
     assert tomllib.loads(dump_toml(doc)) == doc
+
+
+@pytest.mark.parametrize("name", ["instance", "solution", "workload"])
+def test_every_numeric_field_declares_a_bounded_domain(name):
+    """A number without a declared domain is how hostile values (1e308, 2**70) reached the models."""
+    unbounded = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if node.get("type") in ("number", "integer"):
+                lo = node.get("minimum", node.get("exclusiveMinimum"))
+                if lo is None or "maximum" not in node or lo < -(2**53) or node["maximum"] > 2**53:
+                    unbounded.append(path)
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}/{i}")
+
+    walk(load_schema(name), "#")
+    assert unbounded == []
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_numbers_are_refused_where_jsonschema_would_let_nan_through(value):
+    """jsonschema compares NaN with the bounds (always False) and accepts it; ours must not."""
+    doc = read_document(DEMO)
+    doc["jobs"][0]["weight"] = value
+    with pytest.raises(SchemaViolation) as exc:
+        validate(doc, load_schema("instance"))
+    assert exc.value.path == "jobs[0].weight"

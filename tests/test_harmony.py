@@ -12,7 +12,7 @@ import pytest
 
 from mlsched_opt.checking import check_solution
 from mlsched_opt.cli import main
-from mlsched_opt.io import from_document, load_catalog
+from mlsched_opt.io import from_document, load_catalog, load_instance
 from mlsched_opt.problems import REGISTRY, GenerateSpec
 from mlsched_opt.problems.harmony.check import _speed as checker_speed
 from mlsched_opt.problems.harmony.check import check as harmony_check
@@ -436,3 +436,389 @@ def test_compare_skips_drl_when_torch_is_absent(monkeypatch, capsys):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     code, out, err = run_cli(["compare", str(ROOT / "instances" / "harmony-toy.toml"), "--solvers", "highs"], capsys)
     assert code == 0 and "skipping drl" in err and "\ndrl" not in out and "standalone" in out
+
+
+# --- policy files are data, never code (review defect 1) -----------------------------------------------
+
+
+class _Planted:
+    """Unpickling this object writes ``marker``: what a crafted policy file would do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('ran')",))
+
+
+def _crafted_policy(path, marker, container):
+    import pickle
+
+    import torch
+
+    from mlsched_opt.problems.harmony.policy import FORMAT
+
+    doc = {"format": FORMAT, "types": list(make_world("default").types), "state_dict": {}, "meta": _Planted(marker)}
+    if container == "torch-zip":
+        torch.save(doc, path)
+    elif container == "plain-pickle":
+        path.write_bytes(pickle.dumps(doc))
+    else:  # the object hidden as a "tensor" of the weights
+        doc["meta"] = {}
+        doc["state_dict"] = {"actor.embed.0.weight": _Planted(marker)}
+        torch.save(doc, path)
+
+
+@needs_torch
+@pytest.mark.parametrize("container", ["torch-zip", "plain-pickle", "in-weights"])
+@pytest.mark.parametrize("how", ["--model", "--set"])
+def test_a_crafted_policy_file_is_refused_without_running_its_code(tmp_path, capsys, container, how):
+    evil, marker = tmp_path / "evil.pt", tmp_path / "marker"
+    _crafted_policy(evil, marker, container)
+    args = ["--model", str(evil)] if how == "--model" else ["--set", f"model={evil}"]
+    code, _, err = run_cli(["solve", str(ROOT / "instances" / "harmony-toy.toml"), "--method", "drl", *args], capsys)
+    assert code == 2 and str(evil) in err and "Traceback" not in err
+    assert not marker.exists()
+
+
+@needs_torch
+def test_the_shipped_policy_loads_as_weights_only_and_keeps_its_decisions():
+    import torch
+
+    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL, load_policy
+
+    safe = torch.load(DEFAULT_MODEL, weights_only=True)   # raises if the file needed arbitrary unpickling
+    inst = generated(9, 20, 6)
+    view = view_of(inst, {})
+    policy = load_policy(None, view)
+    for k, v in safe["state_dict"].items():
+        assert torch.equal(policy.net.state_dict()[k], v)
+    # the decisions the policy was shipped with (recorded before the loader changed) stay the same
+    from mlsched_opt.problems.harmony.policy import PolicyNet
+
+    net = PolicyNet(len(safe["types"]))
+    net.load_state_dict(safe["state_dict"])
+    net.eval()
+    a = simulate(view, policy.chooser(view)).decision(view)
+    from mlsched_opt.problems.harmony.policy import PolicyChooser
+
+    b = simulate(view, PolicyChooser(net, view)).decision(view)
+    assert a == b
+
+
+def _no_training(monkeypatch):
+    from mlsched_opt.problems.harmony import train as train_module
+
+    def boom(*a, **k):
+        raise AssertionError("training started before the output was checked")
+
+    monkeypatch.setattr(train_module, "train", boom)
+
+
+@needs_torch
+@pytest.mark.parametrize("target", ["folder", "missing-folder", "instance", "catalog-entry"])
+def test_train_checks_its_output_before_training(tmp_path, capsys, monkeypatch, target):
+    import shutil
+
+    _no_training(monkeypatch)
+    out = {"folder": tmp_path, "missing-folder": tmp_path / "nope" / "p.pt",
+           "instance": tmp_path / "toy.toml", "catalog-entry": tmp_path / "ctc.toml"}[target]
+    if target == "instance":
+        shutil.copy(ROOT / "instances" / "harmony-toy.toml", out)
+    if target == "catalog-entry":
+        shutil.copy(ROOT / "models" / "ctc.toml", out)
+    before = out.read_bytes() if out.is_file() else None
+    code, _, err = run_cli(["train", "--problem", "harmony", "--episodes", "1", "-o", str(out)], capsys)
+    assert code == 2 and str(out) in err and "Traceback" not in err
+    assert (out.read_bytes() if out.is_file() else None) == before
+
+
+@needs_torch
+def test_policies_are_written_atomically_and_reload(tmp_path):
+    from mlsched_opt.problems.harmony.policy import PolicyNet, _read_policy_document, save_policy
+
+    types = make_world("default").types
+    net = PolicyNet(len(types))
+    path = tmp_path / "p.pt"
+    save_policy(path, net, types, {"curve": [[0, np.float64(1.5)]], "episodes": np.int64(3)})
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["p.pt"]     # no temporary left behind
+    assert _read_policy_document(path)["meta"]["episodes"] == 3
+
+    class Interrupted(Exception):
+        pass
+
+    import torch
+
+    real = torch.save
+    try:
+        torch.save = lambda *a, **k: (_ for _ in ()).throw(Interrupted())
+        with pytest.raises(Interrupted):
+            save_policy(path, net, types, {})
+    finally:
+        torch.save = real
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["p.pt"] and _read_policy_document(path)
+
+
+# --- starts = any | simultaneous: one problem for exact, methods and checker (review defect 2) -------
+
+
+def test_starts_and_world_are_problem_options_with_any_the_default():
+    opts = {o.name: o for o in FAMILY.options}
+    assert opts["starts"].problem and opts["world"].problem and opts["starts"].default == "any"
+    assert set(opts["starts"].choices) == {"any", "simultaneous"}
+    assert not opts["model"].problem and not opts["group"].problem
+
+
+@pytest.mark.parametrize("world", ["default", "hard"])
+def test_exact_finds_the_delayed_start_the_checker_accepts_and_simultaneous_forbids_it(world):
+    # ResNeXt-110 + CTC sharing one server (spec 1.4's worst pair): waiting for one to finish pays
+    inst = instance([("resnext110", "ps", 1, 1), ("ctc", "ps", 1, 1)], servers=1)
+    anyw = FAMILY.run(inst, "exact", SolveOptions(), {"world": world})
+    simw = FAMILY.run(inst, "exact", SolveOptions(), {"world": world, "starts": "simultaneous"})
+    assert anyw.report.status == simw.report.status == "optimal"
+    assert anyw.report.objective < simw.report.objective - 1e-6
+    assert max(anyw.decision["start"].values()) > 0
+    ok = check_solution(inst, anyw, options={"world": world})
+    assert ok.feasible and ok.objective == pytest.approx(anyw.report.objective, rel=1e-9)
+    # the same decision, judged as a simultaneous-start problem: the named rule, not a crash
+    from mlsched_opt.checking.core import CheckResult
+
+    result = CheckResult()
+    harmony_check(inst, anyw.decision, {"world": world, "starts": "simultaneous"}, result)
+    assert not result.feasible and {v.rule for v in result.violations} == {"simultaneous"}
+    assert check_solution(inst, simw, options={"world": world, "starts": "simultaneous"}).feasible
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_any_is_no_worse_than_simultaneous_and_than_every_heuristic(seed):
+    inst = generated(seed, 3, 2, static=True, min_intervals=2, max_intervals=8)
+    anyw = FAMILY.run(inst, "exact", SolveOptions(time_limit=120))
+    assert anyw.report.status == "optimal" and check_solution(inst, anyw).feasible
+    simw = FAMILY.run(inst, "exact", SolveOptions(), {"starts": "simultaneous"})
+    if simw.report.status == "optimal":
+        assert anyw.report.objective <= simw.report.objective + 1e-9
+    else:
+        assert simw.report.status == "infeasible" and "at once" in simw.report.message
+    for method in ("load-balance", "tetris", "least-interference", "packing", "standalone", "random", "myopic"):
+        sol = FAMILY.run(inst, method, SolveOptions(seed=seed))
+        assert check_solution(inst, sol).feasible
+        assert anyw.report.objective <= sol.report.objective + 1e-9, method
+
+
+@pytest.mark.parametrize("method", ["load-balance", "tetris", "packing", "standalone", "random", "myopic"])
+def test_under_simultaneous_methods_never_hand_the_checker_a_delayed_start(method):
+    for inst in (instance([("vgg16", "ps", 4, 2), ("ctc", "ps", 4, 2), ("seq2seq", "allreduce", 2, 0)], servers=3),
+                 load_instance(ROOT / "instances" / "harmony-40jobs.toml")):
+        sol = FAMILY.run(inst, method, SolveOptions(), {"starts": "simultaneous"})
+        if sol.decision is None:
+            assert sol.report.status == "failed" and "starts=simultaneous" in sol.report.message
+        else:
+            assert check_solution(inst, sol, options={"starts": "simultaneous"}).feasible
+        default = FAMILY.run(inst, method, SolveOptions())
+        assert check_solution(inst, default).feasible
+
+
+# --- the checker answers every JSON value with a named rule (review defect 3) ---------------------------
+
+JUNK = [2**63, 2**70, -2**70, -1, 1.0, 1.5, float("inf"), True, None, "1", [1], {"a": 1}, [[[]]], {"s[0]": {"x": []}}]
+
+
+def _good_decision():
+    inst = instance([("resnet50", "ps", 2, 1), ("ctc", "allreduce", 2, 0)], servers=3)
+    return inst, FAMILY.run(inst, "load-balance", SolveOptions()).decision
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, prefix + (k,))
+
+
+def _replace(doc, path, new):
+    import copy
+
+    doc = copy.deepcopy(doc)
+    if not path:
+        return new
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = new
+    return doc
+
+
+def test_checker_never_crashes_on_any_json_value_anywhere():
+    from mlsched_opt.checking.core import CheckResult
+
+    inst, good = _good_decision()
+    paths = list(_paths(good))
+    assert len(paths) > 8
+    for path in paths:
+        for junk in JUNK:
+            result = CheckResult()
+            harmony_check(inst, _replace(good, path, junk), {}, result)   # must not raise
+            if not result.feasible:
+                assert all(v.rule and v.where for v in result.violations)
+    # the named rules of the classes the review found
+    for path, junk, rule in [(("start", "j0"), 2**63, "domain"), (("start", "j0"), 2**70, "domain"),
+                             (("start", "j0"), -3, "domain"), (("start", "j0"), 1.0, "domain"),
+                             (("start", "j0"), True, "domain"), (("start", "j0"), "0", "domain"),
+                             (("placement", "j0", "workers"), [1, 2], "type"), (("placement", "j0"), "s[0]", "type"),
+                             (("placement",), [1], "type"), (("start",), "x", "type"), ((), [], "decision")]:
+        result = CheckResult()
+        harmony_check(inst, _replace(good, path, junk), {}, result)
+        assert rule in {v.rule for v in result.violations}, (path, junk)
+    server = next(iter(good["placement"]["j0"]["workers"]))
+    for count, rule in [(2**63, "gang"), (2**70, "gang"), (-1, "domain"), (1.0, "domain"), (True, "domain"), ("2", "domain")]:
+        result = CheckResult()
+        harmony_check(inst, _replace(good, ("placement", "j0", "workers", server), count), {}, result)
+        assert rule in {v.rule for v in result.violations}, count
+
+
+def test_checker_property_random_junk_never_crashes():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mlsched_opt.checking.core import CheckResult
+
+    inst, good = _good_decision()
+    paths = list(_paths(good))
+    junk = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                        max_leaves=6)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(paths), junk)
+    def prop(path, value):
+        harmony_check(inst, _replace(good, path, value), {}, CheckResult())
+
+    prop()
+
+
+# --- hostile numbers never run unbounded (review defect 4) -------------------------------------------------
+
+
+def _with_epochs(epochs):
+    from mlsched_opt.io import read_document
+
+    doc = read_document(ROOT / "instances" / "harmony-40jobs.toml")
+    doc["jobs"][3]["work"]["epochs"] = epochs
+    return doc
+
+
+@pytest.mark.parametrize("epochs", [1e30, 10**15, 10**9])
+def test_huge_work_is_refused_before_simulating_naming_the_field_and_the_limit(tmp_path, capsys, epochs):
+    from mlsched_opt.io import write_document
+
+    path = tmp_path / "huge.toml"
+    write_document(_with_epochs(epochs), path)
+    for method in ("tetris", "myopic"):
+        code, _, err = run_cli(["solve", str(path), "--method", method], capsys)
+        assert code == 2 and "jobs[3].work.epochs" in err and "Traceback" not in err
+        assert "max_intervals" in err or (epochs > 2**53 and "2**53" in err)   # the schema refuses unsafe numbers first
+
+
+def test_a_raised_interval_limit_still_stops_at_the_time_limit():
+    inst = from_document(_with_epochs(10**7))
+    sol = FAMILY.run(inst, "tetris", SolveOptions(time_limit=0.2), {"max_intervals": 10**8})
+    assert sol.report.status == "time-limit-no-solution" and sol.decision is None
+
+
+def test_exact_refuses_an_unbounded_delay_horizon():
+    from mlsched_opt.errors import OptionError
+
+    inst = instance([("resnext110", "ps", 1, 1), ("ctc", "ps", 1, 1)], servers=1)
+    inst = from_document({**inst.document, "jobs": [{**j, "work": {"epochs": 10**12, "samples_per_epoch": 20000}}
+                                                    for j in inst.document["jobs"]]})
+    with pytest.raises(OptionError, match="starts=simultaneous"):
+        FAMILY.run(inst, "exact", SolveOptions())
+
+
+def test_every_numeric_option_has_a_domain():
+    for owner in (FAMILY.options, FAMILY.generate_options, FAMILY.train_options):
+        for o in owner:
+            if isinstance(o.default, (int, float)) and not isinstance(o.default, bool):
+                assert o.minimum is not None and o.maximum is not None, o.name
+    from mlsched_opt.errors import OptionError
+
+    for bad in ({"group": 0}, {"group": 10**6}, {"max_intervals": 0}, {"starts": "later"}):
+        with pytest.raises(OptionError):
+            FAMILY.parse_options(bad)
+    for bad in ({"max_new": 0}, {"load": 1e9}, {"max_workers": 10**6}, {"slot_s": 0.0}):
+        with pytest.raises(OptionError):
+            FAMILY.parse_generate_options(bad)
+
+
+# --- infeasible is an answer (review defect 5) ---------------------------------------------------------------
+
+
+def test_exact_says_infeasible_with_a_reason_under_both_start_rules():
+    big = instance([("vgg16", "allreduce", 9, 0), ("ctc", "ps", 1, 1)], servers=2)    # 9 GPUs > 4
+    for starts in ("any", "simultaneous"):
+        sol = FAMILY.run(big, "exact", SolveOptions(), {"starts": starts})
+        assert sol.report.status == "infeasible" and "j0" in sol.report.message and sol.decision is None
+    together = instance([("vgg16", "allreduce", 4, 0), ("ctc", "allreduce", 4, 0)], servers=2)  # each fits, not both
+    sim = FAMILY.run(together, "exact", SolveOptions(), {"starts": "simultaneous"})
+    assert sim.report.status == "infeasible" and "at once" in sim.report.message
+    anyw = FAMILY.run(together, "exact", SolveOptions())
+    assert anyw.report.status == "optimal" and sorted(anyw.decision["start"].values())[0] == 0
+    assert max(anyw.decision["start"].values()) > 0 and check_solution(together, anyw).feasible
+
+
+# --- determinism (review defect 7) ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", list(FAMILY.methods))
+def test_every_method_twice_gives_byte_identical_decisions(method):
+    if method == "drl" and not HAS_TORCH:
+        pytest.skip("torch")
+    static = method in ("exact", "surrogate")
+    inst = generated(3, 3, 2, static=True, min_intervals=2, max_intervals=6) if static else generated(5, 12, 4)
+    solver = "cpsat" if method == "surrogate" else "highs"
+    runs = [json.dumps(FAMILY.run(inst, method, SolveOptions(seed=7, solver=solver)).decision, sort_keys=True) for _ in range(2)]
+    assert runs[0] == runs[1] and runs[0] != "null"
+    if method == "random":
+        other = json.dumps(FAMILY.run(inst, method, SolveOptions(seed=8)).decision, sort_keys=True)
+        assert other != runs[0]   # the seed is really used
+
+
+def test_the_surrogate_never_calls_a_waiting_schedule_infeasible():
+    together = instance([("vgg16", "allreduce", 4, 0), ("ctc", "allreduce", 4, 0)], servers=2)  # each fits, not both
+    sol = FAMILY.run(together, "surrogate", SolveOptions(solver="highs"))
+    assert sol.report.status == "failed" and "starts=any" in sol.report.message
+    sim = FAMILY.run(together, "surrogate", SolveOptions(solver="highs"), {"starts": "simultaneous"})
+    assert sim.report.status == "infeasible"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_staggered_simulation_matches_the_static_one_and_its_lookup_table(seed):
+    from mlsched_opt.problems.harmony.exact import speed_table, staggered_jct
+
+    view = view_of(generated(seed, 3, 3, static=True), {})
+    w, p, _, _ = static_placements(view, 60)
+    jct, ok = staggered_jct(view, w, p, np.zeros(3, int))
+    assert ok.all() and np.allclose(jct, static_jct(view, w, p), rtol=1e-9)
+    table = speed_table(view, w, p)
+    for vec in ([0, 2, 5], [3, 0, 0], [0, 1, 1]):
+        a = staggered_jct(view, w, p, np.array(vec))
+        b = staggered_jct(view, w, p, np.array(vec), table, np.arange(len(w)))
+        assert np.array_equal(a[1], b[1]) and np.allclose(a[0], b[0], rtol=1e-12)
+
+
+def test_exact_stopped_by_the_time_limit_proves_a_bound():
+    inst = generated(8510, 3, 4, static=True)
+    sol = FAMILY.run(inst, "exact", SolveOptions(time_limit=0.5), {"world": "hard"})
+    assert sol.report.status in ("feasible", "optimal") and sol.report.bound is not None
+    assert sol.report.bound <= sol.report.objective + 1e-9
+    assert check_solution(inst, sol, options={"world": "hard"}).feasible
+
+
+def test_the_size_refusal_covers_the_larger_starts_any_search():
+    from mlsched_opt.errors import OptionError
+
+    big = instance([("vgg16", "ps", 4, 2), ("ctc", "ps", 4, 2), ("resnet50", "ps", 4, 2)], servers=4)
+    with pytest.raises(OptionError, match="starts=simultaneous"):
+        FAMILY.run(big, "exact", SolveOptions())
+    sim = FAMILY.run(big, "exact", SolveOptions(), {"starts": "simultaneous"})
+    assert sim.report.status == "infeasible"     # 12 workers, 8 GPUs: never all at once

@@ -325,14 +325,16 @@ def test_shipped_instance_is_what_its_source_command_generates():
     assert FAMILY.generate(GenerateSpec(jobs=6, servers=2, seed=1, slots=10, options=FAMILY.parse_generate_options({}))) == doc
 
 
-def test_shipped_instance_exact_against_greedy_rr():
-    inst = load_instance(SHIPPED)
-    exact = FAMILY.run(inst, "exact", SolveOptions(time_limit=120, gap=0.0))
+def test_exact_against_greedy_rr_on_a_generated_instance():
+    """Generated 4 jobs on 2 machines: exact (free PS placement, proven) <= O3's exact <= greedy-rr, all checked."""
+    inst = generated(jobs=4, servers=2, slots=6, seed=5)
+    free = FAMILY.run(inst, "exact", SolveOptions(time_limit=120, gap=0.0))
+    o3 = FAMILY.run(inst, "exact", SolveOptions(time_limit=120, gap=0.0), {"ps_placement": "with-workers"})
     greedy = FAMILY.run(inst, "greedy-rr", SolveOptions(seed=0))
-    assert exact.report.status == "optimal"
-    assert exact.report.objective == pytest.approx(27.0)
-    assert exact.report.objective <= greedy.report.objective <= 1.3 * exact.report.objective
-    assert check_solution(inst, exact).feasible and check_solution(inst, greedy).feasible
+    assert free.report.status == o3.report.status == "optimal"
+    assert free.report.objective <= o3.report.objective <= greedy.report.objective
+    assert check_solution(inst, free).feasible and check_solution(inst, greedy).feasible
+    assert check_solution(inst, o3, options={"ps_placement": "with-workers"}).feasible
 
 
 def test_pollux_calibration_sets_inter_bandwidth_from_measured_step_times():
@@ -367,7 +369,7 @@ def test_generate_then_solve_from_the_cli(run, tmp_path):
     (lambda d: d["jobs"][0].pop("local_batch_size"), "jobs[0].local_batch_size"),
     (lambda d: d["cluster"].pop("inter_server_bandwidth_gbps"), "jobs[0].step.inter_bandwidth_gbps"),
     (lambda d: d["cluster"]["servers"][0].update({"role": "worker"}), "jobs[0].demand.ps"),  # no server may host a PS
-    (lambda d: d["jobs"][0]["demand"]["ps"].update({"cpu": 6}), "jobs[0].demand"),
+    (lambda d: d["jobs"][0]["demand"]["ps"].update({"cpu": 7}), "jobs[0].demand.ps"),
     (lambda d: d["jobs"][0].update({"work": {"iterations": 5}}), "jobs[0].work"),
 ])
 def test_user_errors_exit_2_and_name_the_field(run, tmp_path, edit, field):
@@ -396,3 +398,268 @@ def test_an_incumbent_whose_completion_indicator_lags_its_work_is_rescored():
     decision = FAMILY.decision_from_model(inst, opts, m)
     assert decision["extra"]["completion"] == {"A": 2, "B": 1}
     assert FAMILY.rescore(inst, opts, decision) == 5.0
+
+
+# --- regression tests of the review's defects ------------------------------------------------------
+
+from mlsched_opt.checking.core import CheckResult  # noqa: E402
+from mlsched_opt.io import from_document  # noqa: E402
+
+RANDOMIZED = ("greedy-rr", "pd-rr", "unaware", "colocate", "spread", "greedy-ilp")
+
+
+def generated(jobs: int, servers: int, slots: int, seed: int, **options):
+    spec = GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=FAMILY.parse_generate_options(options))
+    return from_document(FAMILY.generate(spec))
+
+
+def toy_like(machines: int, capacity: float, slots: int, jobs: list[tuple[int, float, int]], gamma: int = 2):
+    """The toy's rates (q_in = 1.5, q_ex = 1 per worker per slot), one cpu per worker and per PS; jobs (arrival, V, w_max)."""
+    doc = read_document(TOY)
+    doc["time"]["slots"] = slots
+    doc["cluster"]["servers"] = [{"name": "M", "count": machines, "capacity": {"cpu": capacity}}]
+    template = doc["jobs"][0]
+    doc["jobs"] = [{**template, "id": f"J{k}", "arrival_slot": a, "work": {"epochs": 1, "samples_per_epoch": v},
+                    "workers": {"min": 1, "max": w}, "step": {**template["step"], "ps_fan_in": gamma}}
+                   for k, (a, v, w) in enumerate(jobs)]
+    return from_document(doc)
+
+
+def check_decision(inst, decision, options=None):
+    result = CheckResult()
+    FAMILY.check(inst, decision, FAMILY.parse_options(options or {}), result)  # the family checker itself, no safety net
+    return result
+
+
+# 1. exact models what the checker accepts: ps_placement (free | with-workers)
+
+O3_COUNTEREXAMPLE = dict(machines=3, capacity=2, slots=2, jobs=[(0, 4, 4)])  # 4 q_ex of work, gamma = 2
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_o3_is_not_without_loss_of_generality(solver):
+    """3 machines of 2 units: freely placed 2 + 2 workers and 2 PSs on the third finish in 1 slot; O3 runs 3 workers, needs 2."""
+    inst = toy_like(**O3_COUNTEREXAMPLE)
+    opts = SolveOptions(solver=solver, gap=0.0, time_limit=60, certify=False)
+    free = FAMILY.run(inst, "exact", opts)
+    o3 = FAMILY.run(inst, "exact", opts, {"ps_placement": "with-workers"})
+    assert (free.report.status, free.report.objective) == ("optimal", 1.0)
+    assert (o3.report.status, o3.report.objective) == ("optimal", 2.0)
+    assert check_solution(inst, free).feasible
+    assert check_solution(inst, o3, options={"ps_placement": "with-workers"}).feasible
+    broken = check_decision(inst, free.decision, {"ps_placement": "with-workers"})  # the free optimum breaks O3's rule
+    assert "ps-placement" in {v.rule for v in broken.violations}
+    assert any("O3" in str(v) for v in broken.violations)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10**6), servers=st.integers(1, 3))
+def test_no_method_beats_exact_and_every_method_obeys_the_placement_rule(seed, servers):
+    """The defect's class: on generated instances nothing the checker accepts beats exact, for either ps_placement."""
+    inst = generated(jobs=3, servers=servers, slots=4, seed=seed, work_min=1.0, work_max=6.0)
+    for placement in ("free", "with-workers"):
+        options = {"ps_placement": placement}
+        exact = FAMILY.run(inst, "exact", SolveOptions(gap=0.0, time_limit=60, certify=False), options)
+        assert exact.report.status == "optimal"
+        for method in ("exact",) + RANDOMIZED:
+            sol = exact if method == "exact" else FAMILY.run(inst, method, SolveOptions(seed=seed), options)
+            check = check_solution(inst, sol, options=options)
+            assert check.feasible, (method, placement, [str(v) for v in check.violations])
+            assert check.objective >= exact.report.objective - 1e-9, (method, placement)
+            if placement == "with-workers":  # O3's schedules are also free ones
+                assert check_decision(inst, sol.decision).feasible
+    free = FAMILY.run(inst, "exact", SolveOptions(gap=0.0, time_limit=60, certify=False))
+    o3 = FAMILY.run(inst, "exact", SolveOptions(gap=0.0, time_limit=60, certify=False), {"ps_placement": "with-workers"})
+    assert free.report.objective <= o3.report.objective + 1e-9
+
+
+def test_ps_placement_is_a_problem_option_the_checker_takes_from_the_command_line():
+    inst = toy_like(**O3_COUNTEREXAMPLE)
+    sol = FAMILY.run(inst, "exact", SolveOptions(gap=0.0, certify=False))
+    check = check_solution(inst, sol, options={"ps_placement": "with-workers"})
+    assert {"ps-placement", "problem-options"} <= {v.rule for v in check.violations}
+    assert {o.name for o in FAMILY.options if o.problem} == {"locality", "ps_placement"}
+
+
+# 2. the checker never crashes on a JSON value
+
+JUNK = [2**63, 2**70, -(2**70), -1, 1.5, float("inf"), True, False, None, "3", "", [], [1, [2]], {}, {"a": {"b": []}}]
+
+
+def _poke(decision, where: str, value):
+    d = json.loads(json.dumps(decision))
+    entry = d["schedule"]["B"][0]
+    if where == "worker-count":
+        entry["workers"]["M/0"] = value
+    elif where == "ps-count":
+        entry["ps"]["M/1"] = value
+    elif where == "workers":
+        entry["workers"] = value
+    elif where == "slot":
+        entry["slot"] = value
+    elif where == "entry":
+        d["schedule"]["B"][0] = value
+    elif where == "job-list":
+        d["schedule"]["B"] = value
+    elif where == "schedule":
+        d["schedule"] = value
+    elif where == "admitted":
+        d["admitted"] = value
+    elif where == "admitted-item":
+        d["admitted"].append(value)
+    elif where == "extra":
+        d["extra"] = value
+    elif where == "completion":
+        d["extra"]["completion"]["B"] = value
+    elif where == "server-key":
+        entry["workers"] = {json.dumps(value): 1}
+    return d
+
+
+@settings(max_examples=150, deadline=None)
+@given(where=st.sampled_from(["worker-count", "ps-count", "workers", "slot", "entry", "job-list", "schedule", "admitted",
+                              "admitted-item", "extra", "completion", "server-key"]),
+       value=st.sampled_from(JUNK) | st.integers() | st.floats(allow_nan=True) | st.text(max_size=5))
+def test_checker_names_a_rule_for_any_json_value(where, value):
+    inst, sol = _toy_solution()
+    placement = "with-workers" if isinstance(value, int) and value % 2 else "free"
+    result = check_decision(inst, _poke(sol.decision, where, value), {"ps_placement": placement})
+    assert all(v.rule != "malformed" for v in result.violations)
+
+
+@pytest.mark.parametrize("value", [2**63, 2**70, -5, 2.0, True, "4", [4], {"n": 4}])
+def test_checker_rejects_odd_counts_with_the_domain_rule(value):
+    inst, sol = _toy_solution()
+    result = check_decision(inst, _poke(sol.decision, "worker-count", value))
+    assert "domain" in {v.rule for v in result.violations}
+
+
+# 3. no work after the completion slot (C6)
+
+@pytest.mark.parametrize("method", ["exact", "greedy-rr", "spread"])
+def test_checker_rejects_work_after_the_completion_slot(method):
+    inst = load_instance(TOY)
+    sol = FAMILY.run(inst, method, SolveOptions(seed=0, gap=0.0, certify=False))
+    assert check_decision(inst, sol.decision).feasible
+    for job_id, done in sol.decision["extra"]["completion"].items():
+        if done + 1 < inst.slots:
+            d = json.loads(json.dumps(sol.decision))
+            d["schedule"][job_id].append({"slot": done + 1, "workers": {"M/0": 1}, "ps": {"M/0": 1}})
+            assert "after-completion" in {v.rule for v in check_decision(inst, d).violations}
+            d["schedule"][job_id][-1]["workers"] = {}  # a lone PS after completion too
+            assert "after-completion" in {v.rule for v in check_decision(inst, d).violations}
+
+
+# 4. a job that fits exactly is scheduled (epsilon in {0, 0.05, 0.1}, pitfall P6)
+
+@pytest.mark.parametrize("method", ["greedy-rr", "pd-rr", "unaware", "colocate", "spread", "greedy-ilp"])
+def test_a_job_that_fits_exactly_is_scheduled(method):
+    """One machine of 6 units, 2 slots: 4 workers + 2 PSs co-located train 6 a slot, V = 12 = all there is (q_ex for spread)."""
+    work = 8 if method in ("unaware", "spread") else 12  # one machine: spread patterns count at q_ex = 1 in the plan
+    inst = toy_like(machines=1, capacity=6, slots=2, jobs=[(0, work, 4)])
+    sol = FAMILY.run(inst, method, SolveOptions(seed=0))
+    assert sol.decision["extra"]["completion"] == {"J0": 1}, sol.report.message
+    assert check_solution(inst, sol).feasible
+    if method not in ("greedy-ilp",):
+        pinned = FAMILY.run(inst, method, SolveOptions(seed=0), {"epsilon": 0.05})  # the option still pins one epsilon
+        assert pinned.decision["extra"]["completion"] == {}
+
+
+def test_epsilon_option_domain():
+    from mlsched_opt.errors import OptionError
+
+    for bad in (-0.5, 1.5, float("nan")):
+        with pytest.raises(OptionError):
+            FAMILY.run(load_instance(TOY), "greedy-rr", SolveOptions(), {"epsilon": bad})
+
+
+# 5. same seed -> byte-identical decision; no wall-clock timing in it
+
+@pytest.mark.parametrize("method", RANDOMIZED)
+def test_same_seed_gives_a_byte_identical_decision(method):
+    inst = generated(jobs=5, servers=2, slots=8, seed=11)
+    a, b = (FAMILY.run(inst, method, SolveOptions(seed=7)) for _ in range(2))
+    assert json.dumps(a.decision, sort_keys=True) == json.dumps(b.decision, sort_keys=True)
+    flat = json.dumps(a.decision)
+    assert '_s"' not in flat and "decision_s" not in flat  # no seconds anywhere in the decision
+    assert "ms per arriving job" in a.report.message
+
+
+# 6. option domains, bounded loops, time limit
+
+@pytest.mark.parametrize("option, value", [("l_scale", "nan"), ("l_scale", "0"), ("l_scale", "inf"), ("attempts", "0"),
+                                           ("attempts", str(2**70)), ("epsilon", "nan"), ("epsilon", "2"),
+                                           ("ps_placement", "anywhere"), ("locality", "nan")])
+def test_hostile_options_exit_2(run, option, value):
+    code, out, err = run("solve", TOY, "--method", "pd-rr", "--set", f"{option}={value}")
+    assert code == 2 and option in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option, value", [("bandwidth_ratio", "nan"), ("bandwidth_ratio", "0.5"), ("inter_gbps", "0"),
+                                           ("gpus", "0"), ("gpus", str(2**40)), ("work_min", "nan"), ("work_max", "1e300"),
+                                           ("work_min", "30"),
+                                           ("arrival_share", "0"), ("slot_s", "-1"), ("slot_s", "inf")])
+def test_hostile_generator_options_exit_2(run, tmp_path, option, value):
+    code, out, err = run("generate", "--problem", "locality", "--jobs", "2", "--servers", "1", "--seed", "0", "--set", f"{option}={value}",
+                         "-o", tmp_path / "x.toml")
+    assert code == 2 and option in err and "Traceback" not in err
+
+
+def test_every_numeric_option_has_a_domain():
+    for opt in FAMILY.options + FAMILY.generate_options:
+        if opt.choices is None:
+            assert opt.minimum is not None and opt.maximum is not None, opt.name
+
+
+@pytest.mark.parametrize("method", RANDOMIZED)
+def test_methods_stop_at_the_time_limit_with_their_best_answer(method):
+    inst = generated(jobs=6, servers=2, slots=10, seed=1)
+    sol = FAMILY.run(inst, method, SolveOptions(seed=0, time_limit=1e-9))  # past before the first job: deterministic
+    assert sol.report.status == "feasible" and "cut short" in sol.report.message
+    assert check_solution(inst, sol).feasible
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["time"].update({"slots": 10**7}), "time.slots"),
+    (lambda d: (d["jobs"][0]["demand"].update({"worker": {}}), d["jobs"][0]["workers"].update({"max": 50_000})), "jobs[0].workers.max"),
+])
+def test_huge_instances_are_refused_up_front(run, tmp_path, edit, field):
+    doc = read_document(TOY)
+    edit(doc)
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps(doc))
+    for method in ("greedy-rr", "exact"):
+        code, out, err = run("solve", path, "--method", method)
+        assert code == 2 and field in err and "Traceback" not in err, (method, err)
+
+
+# 7. the CP-SAT translation keeps every coefficient small
+
+@pytest.mark.parametrize("placement", ["free", "with-workers"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cpsat_translation_has_small_coefficients(placement, seed):
+    """Work rows in units of V / D (D <= 1e6): no coefficient above 1e6 after the translation (it was 1.5e10)."""
+    from mlsched_opt.solvers.cpsat import translate
+
+    inst = generated(jobs=4, servers=2, slots=6, seed=seed)
+    proto = translate(FAMILY.build_model(inst, FAMILY.parse_options({"ps_placement": placement}))).model.Proto()
+    biggest = max(abs(c) for con in proto.constraints for c in con.linear.coeffs)
+    assert 1 <= biggest <= 10**6
+
+
+def test_work_rows_are_exact_for_fractional_rates():
+    from mlsched_opt.problems.locality.offline import work_row
+
+    row = work_row(JOB2)  # q = 1 and 1.5 samples, V = 12: units of 1/24 of V
+    assert row.exact and row.D == 24 and row.units(JOB2.q_ex) == 2 and row.units(4 * JOB2.q_in) == 12
+    odd = work_row(LocalityJob("j", 0, 1000003.0, 1234.567891, 987.654321, np.array([1.0]), np.array([1.0]), 2, 4))
+    assert not odd.exact and odd.D == 10**6 and odd.units(987.654321) <= 987.654321 / 1000003.0 * 10**6
+
+
+@pytest.mark.parametrize("flag", ["--jobs", "--servers", "--slots"])
+def test_generator_refuses_huge_sizes_before_drawing(run, tmp_path, flag):
+    args = {"--jobs": "2", "--servers": "1", "--slots": "4"}
+    args[flag] = str(10**9)
+    code, out, err = run("generate", "--problem", "locality", *[x for kv in args.items() for x in kv], "--seed", "0",
+                         "-o", tmp_path / "x.toml")
+    assert code == 2 and flag in err and "Traceback" not in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -114,14 +115,18 @@ def test_misestimation_scales_u_over_l():
 
 # --- the subroutine against exact programs -------------------------------------------------------
 
-def random_state(seed: int, units: str = "worker-slots"):
-    """A generated instance with random loads and prices, and one job to plan."""
+def random_state(seed: int, units: str = "worker-slots", ranged: bool = False):
+    """A generated instance with random loads and prices, and one job to plan (with random size ranges if ``ranged``)."""
     rng = np.random.default_rng(seed)
     doc = generate(GenerateSpec(jobs=3, servers=int(rng.integers(1, 3)), seed=seed, slots=int(rng.integers(3, 7)),
                                 options={"epochs_min": 1, "epochs_max": 4}))
     view = oasis_view(from_document(doc))
     job = view.jobs[int(rng.integers(len(view.jobs)))]
     job = type(job)(**{**job.__dict__, "arrival": int(rng.integers(0, view.slots))})
+    if ranged:
+        extra = np.random.default_rng(seed + 1000)
+        p_lo = int(extra.integers(1, 4))
+        job = type(job)(**{**job.__dict__, "workers_min": int(extra.integers(1, 8)), "ps_min": p_lo, "ps_max": p_lo + int(extra.integers(0, 3))})
     L = float(rng.uniform(0.001, 0.05))
     pools = [PricedPool(view.worker_capacity, view.slots, L, rng.uniform(1, 50, len(view.resources))),
              PricedPool(view.ps_capacity, view.slots, L, rng.uniform(1, 50, len(view.resources)))]
@@ -144,12 +149,14 @@ def exact_payoff(job, pools, T, units):
     return report.objective
 
 
+@pytest.mark.parametrize("ranged", [False, True])
 @pytest.mark.parametrize("units", ["worker-slots", "chunks"])
-def test_best_schedule_equals_the_single_job_program(units):
-    """Algorithm 2 is optimal for one job at fixed prices: its payoff equals the exact program's (27)."""
+def test_best_schedule_equals_the_single_job_program(units, ranged):
+    """Algorithm 2 is optimal for one job at fixed prices: its payoff equals the exact program's (27),
+    also when the job's size ranges bind (workers.min, ps.min, ps.max)."""
     checked = positive = 0
     for seed in range(40):
-        view, job, pools = random_state(seed)
+        view, job, pools = random_state(seed, ranged=ranged)
         if units == "chunks" and job.chunks > 400:
             continue
         plan = best_schedule(job, *pools, units=units)
@@ -164,14 +171,21 @@ def test_best_schedule_equals_the_single_job_program(units):
             assert cost == pytest.approx(plan.cost)
             assert np.flatnonzero(plan.workers.any(axis=0))[-1] == plan.completion
             assert plan.payoff == pytest.approx(float(job.value(plan.completion)) - cost)
-    assert checked >= 30 and positive >= 10
+            y, z = plan.workers.sum(axis=0), plan.ps.sum(axis=0)
+            run = y > 0
+            assert np.all((y[run] >= job.lo) & (y[run] <= job.hi) & (z[run] >= job.ps_min) & (z[run] <= job.ps_max))
+            assert np.all(z[~run] == 0)
+    assert checked >= 30 and positive >= (5 if ranged else 10)
 
 
-def test_slot_cost_greedy_equals_brute_force():
+@pytest.mark.parametrize("ranges", [{"ps_max": 5}, {"workers_min": 2, "ps_min": 2, "ps_max": 2}, {"workers_min": 3, "ps_max": 5}])
+def test_slot_cost_greedy_equals_brute_force(ranges):
+    """COST_t against every placement of y workers and the PSs they need, within the job's size ranges."""
     rng = np.random.default_rng(7)
     view = oasis_view(load_instance(TOY))
     job = view.jobs[0]
-    job = type(job)(**{**job.__dict__, "cap": 5, "b": 1.0, "B": 2.0})
+    job = type(job)(**{**job.__dict__, "cap": 5, "b": 1.0, "B": 2.0, "fit": None, **ranges})
+    lo, ps_min, ps_max = ranges.get("workers_min", 1), ranges.get("ps_min", 1), ranges["ps_max"]
     for _ in range(100):
         H, K = int(rng.integers(1, 4)), int(rng.integers(1, 3))
         w_unit, p_unit = rng.uniform(0, 5, H).round(1), rng.uniform(0, 5, K).round(1)
@@ -180,11 +194,11 @@ def test_slot_cost_greedy_equals_brute_force():
         for y in range(job.cap + 1):
             best = math.inf
             for ws in itertools.product(*(range(c + 1) for c in w_caps)):
-                if sum(ws) != y:
+                if sum(ws) != y or (y and y < lo):
                     continue
-                need = int(job.ps_needed(y))
                 for zs in itertools.product(*(range(c + 1) for c in p_caps)):
-                    if sum(zs) == need:
+                    z = sum(zs)
+                    if y == 0 and z == 0 or y and max(ps_min, math.ceil(y / 2)) <= z <= min(y, ps_max):
                         best = min(best, float(np.dot(ws, w_unit) + np.dot(zs, p_unit)))
             got = slot.cost[y] if y < slot.cost.size else math.inf
             assert got == pytest.approx(best), (y, w_unit, w_caps, p_unit, p_caps)
@@ -303,3 +317,250 @@ def test_generate_then_solve_from_the_cli(run, tmp_path):
     code, out, err = run("generate", "--problem", "oasis", "--jobs", "2", "--servers", "1", "--seed", "0", "--set", "epochs_min=9",
                          "--set", "epochs_max=3", "-o", tmp_path / "bad.toml")
     assert code == 2 and "epochs_min" in err and "Traceback" not in err
+
+
+# --- size ranges: workers = {min, max}, ps = {min, max} (defect: they were ignored) ---------------
+
+def ranged_instance(seed: int):
+    """A small generated instance whose jobs get non-trivial worker and PS ranges."""
+    rng = np.random.default_rng(seed)
+    doc = generate(GenerateSpec(jobs=4, servers=1 + seed % 2, seed=seed, slots=6, options={"epochs_min": 1, "epochs_max": 4}))
+    for job in doc["jobs"]:
+        lo = int(rng.integers(1, 6))
+        job["workers"] = {"min": lo, "max": int(rng.integers(lo, lo + 20))}
+        p_lo = int(rng.integers(1, 4))
+        job["ps"] = {"min": p_lo, "max": int(rng.integers(p_lo, p_lo + 3))}
+    return from_document(doc)
+
+
+def unranged(inst):
+    doc = json.loads(json.dumps(inst.document))
+    for job in doc["jobs"]:
+        job["workers"] = {"min": 1, "max": job["workers"]["max"]}
+        job["ps"] = {"min": 1, "max": job["workers"]["max"]}
+    return from_document(doc)
+
+
+def assert_in_ranges(inst, decision):
+    """Every slot with workers has its worker and PS counts inside the job's ranges (independent of the checker)."""
+    for job_id, entries in decision["schedule"].items():
+        job = inst.job(job_id)
+        for entry in entries:
+            y, z = sum(entry["workers"].values()), sum(entry["ps"].values())
+            if y:
+                assert job.workers.lo <= y <= job.workers.hi and job.ps.lo <= z <= job.ps.hi, (job_id, entry)
+            else:
+                assert z == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_method_keeps_the_size_ranges(seed):
+    inst = ranged_instance(seed)
+    ran = 0
+    for method in FAMILY.methods:
+        sol = FAMILY.run(inst, method, SolveOptions(gap=0.0, time_limit=60, seed=seed))
+        assert sol.decision is not None, method
+        assert check_solution(inst, sol).feasible, (method, check_solution(inst, sol).violations)
+        assert_in_ranges(inst, sol.decision)
+        ran += bool(sol.decision["schedule"])
+    assert ran >= 1  # something ran, so the ranges were exercised
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ranges_bind_in_the_exact_model_and_cpsat_agrees(seed):
+    """The ranged optimum is at most the unranged one (a restriction) and both solvers prove the same value."""
+    inst = ranged_instance(seed)
+    # Sigmoid utilities are not decimals, so CP-SAT gets a float objective whose proven bound can be
+    # loose (its status then reads "feasible"): compare its value, and let HiGHS (uncertified) prove.
+    exact = SolveOptions(gap=1e-7, time_limit=60, certify=False)
+    highs = FAMILY.run(inst, "exact", exact)
+    cpsat = FAMILY.run(inst, "exact", dataclasses.replace(exact, solver="cpsat"))
+    free = FAMILY.run(unranged(inst), "exact", exact)
+    assert highs.report.status == free.report.status == "optimal"
+    assert highs.report.objective == pytest.approx(cpsat.report.objective, abs=1e-6)
+    assert highs.report.objective <= free.report.objective + 1e-6
+
+
+def test_checker_names_each_range_rule():
+    doc = read_document(TOY)
+    doc["jobs"][0]["workers"] = {"min": 2, "max": 2}
+    doc["jobs"][0]["ps"] = {"min": 1, "max": 1}
+    inst = from_document(doc)
+    base = {"admitted": ["1"], "schedule": {"1": [{"slot": 0, "workers": {"worker": 2}, "ps": {"ps": 1}},
+                                                   {"slot": 1, "workers": {"worker": 2}, "ps": {"ps": 1}}]}}
+    assert not _rules(inst, base)
+    below = json.loads(json.dumps(base))
+    below["schedule"]["1"].append({"slot": 2, "workers": {"worker": 1}, "ps": {"ps": 1}})
+    assert "worker-min" in _rules(inst, below)
+    over = json.loads(json.dumps(base))
+    over["schedule"]["1"][0]["ps"] = {"ps": 2}
+    assert "ps-max" in _rules(inst, over)
+    doc["jobs"][0]["ps"] = {"min": 2, "max": 2}
+    inst2 = from_document(doc)
+    assert "ps-min" in _rules(inst2, base)
+
+
+def test_ranges_paper_is_the_papers_problem_in_every_part():
+    """``ranges=paper`` drops workers.min and the PS range in the checker, the exact model and the methods alike."""
+    doc = read_document(TOY)
+    doc["jobs"][0]["workers"] = {"min": 2, "max": 2}
+    inst = from_document(doc)
+    one_worker = {"admitted": ["1"], "schedule": {"1": [{"slot": t, "workers": {"worker": 1}, "ps": {"ps": 1}} for t in range(3)]}}
+    assert "worker-min" in _rules(inst, one_worker)
+    assert "worker-min" not in _rules(inst, one_worker, {"ranges": "paper"})
+    for seed in range(3):
+        ranged = ranged_instance(seed)
+        exact = SolveOptions(gap=1e-7, time_limit=60, certify=False)
+        strict = FAMILY.run(ranged, "exact", exact)
+        loose = FAMILY.run(ranged, "exact", exact, {"ranges": "paper"})
+        free = FAMILY.run(unranged(ranged), "exact", exact)
+        assert loose.report.objective == pytest.approx(free.report.objective, abs=1e-6)
+        assert strict.report.objective <= loose.report.objective + 1e-6
+        for method in FAMILY.methods:
+            sol = FAMILY.run(ranged, method, SolveOptions(seed=seed), {"ranges": "paper"})
+            assert check_solution(ranged, sol, options={"ranges": "paper"}).feasible, method
+
+
+def _rules(inst, decision, options=None):
+    from mlsched_opt.checking.core import CheckResult
+    result = CheckResult()
+    FAMILY.check(inst, decision, FAMILY.parse_options(options or {}), result)
+    return {v.rule for v in result.violations}
+
+
+def test_a_job_whose_ranges_cannot_be_met_is_never_run():
+    doc = read_document(TOY)
+    for job in doc["jobs"]:
+        job["workers"] = {"min": 3, "max": 4}   # cap min(N = 2 or 4, 4): job 2 (N = 2) can never run
+    inst = from_document(doc)
+    for method in FAMILY.methods:
+        sol = FAMILY.run(inst, method, SolveOptions(gap=0.0, time_limit=30))
+        assert "2" not in sol.decision["admitted"] and not sol.decision["schedule"].get("2"), method
+        assert check_solution(inst, sol).feasible, method
+
+
+# --- determinism: the same seed writes a byte-identical decision (defect: timings were in it) -------
+
+@pytest.mark.parametrize("method", [m for m in FAMILY.methods if m != "exact"])
+@pytest.mark.parametrize("options", [{}, {"units": "worker-slots", "prices": "estimated"}])
+def test_same_seed_gives_a_byte_identical_decision(method, options):
+    doc = generate(GenerateSpec(jobs=10, servers=2, seed=8, slots=8, options={"epochs_min": 1, "epochs_max": 6}))
+    inst = from_document(doc)
+    opts = options if method == "oasis" else {}
+    a, b = (FAMILY.run(inst, method, SolveOptions(seed=4), opts) for _ in range(2))
+    assert json.dumps(a.decision, sort_keys=True) == json.dumps(b.decision, sort_keys=True)
+    assert a.report.objective == b.report.objective
+
+
+# --- HiGHS presolve: small offline MILPs it gets wrong (found by comparing presolve on/off) ---------
+
+PRESOLVE_CASES = {"oasis_presolve_3696.toml": 5.885, "oasis_presolve_5083.toml": 61.8, "oasis_presolve_6567.toml": 54.42}
+
+
+@pytest.mark.parametrize("name", sorted(PRESOLVE_CASES))
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_presolve_cases_reach_the_true_optimum(name, solver):
+    """HiGHS 1.14's default (presolve on) returns a worse point as optimal here; the exact method must not."""
+    inst = load_instance(ROOT / "tests" / "data" / name)
+    sol = FAMILY.run(inst, "exact", SolveOptions(solver=solver, gap=1e-7, time_limit=60))
+    assert sol.report.objective == pytest.approx(PRESOLVE_CASES[name], abs=1e-4)
+    assert check_solution(inst, sol).feasible
+
+
+# --- the checker never crashes on a JSON value (defect class: junk decisions) ---------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from mlsched_opt.checking.core import CheckResult  # noqa: E402
+
+_TOY_INST = load_instance(TOY)
+_SCALARS = (st.none() | st.booleans() | st.integers(-2**80, 2**80) | st.sampled_from([2**70, -1, 0, 1, 2, 10**400])
+            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6))
+JSON = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                    max_leaves=8)
+_JOB = st.sampled_from(["1", "2", "3", "ghost"]) | JSON
+_SERVER_COUNTS = st.dictionaries(st.sampled_from(["worker", "ps", "nowhere"]), st.integers(-3, 6) | JSON, max_size=3) | JSON
+_ENTRY = st.fixed_dictionaries({"slot": st.integers(-1, 4) | JSON, "workers": _SERVER_COUNTS, "ps": _SERVER_COUNTS}) | JSON
+OASIS_DECISION = JSON | st.fixed_dictionaries({
+    "admitted": st.lists(_JOB, max_size=4) | JSON,
+    "schedule": st.dictionaries(st.sampled_from(["1", "2", "3", "ghost"]), st.lists(_ENTRY, max_size=4) | JSON, max_size=4) | JSON,
+    "extra": st.fixed_dictionaries({"unfinished": st.lists(_JOB, max_size=3) | JSON}) | JSON,
+    "placement": JSON,
+})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OASIS_DECISION)
+def test_checker_names_a_rule_for_any_json_decision(decision):
+    result = CheckResult()
+    FAMILY.check(_TOY_INST, decision, FAMILY.parse_options({}), result)  # must not raise
+    assert all(isinstance(v.rule, str) and v.rule for v in result.violations)
+    assert result.objective is None or math.isfinite(result.objective)
+
+
+# --- option domains and input-driven loops (defect class: unbounded options and sizes) -------------
+
+from mlsched_opt.errors import InstanceError, OptionError  # noqa: E402
+
+
+@pytest.mark.parametrize("options", [FAMILY.options, FAMILY.generate_options])
+def test_every_numeric_option_has_a_domain(options):
+    for opt in options:
+        if opt.choices is None:
+            assert opt.minimum is not None and opt.maximum is not None, opt.name
+            with pytest.raises(OptionError):
+                opt.parse(opt.maximum * 2 + 1, "--set")
+            with pytest.raises(OptionError):
+                opt.parse(opt.minimum - 1, "--set")
+        assert opt.problem == (opt.name == "ranges"), opt.name  # the rest are knobs of the OASiS method
+
+
+def test_generator_refuses_sizes_beyond_its_limits():
+    with pytest.raises(OptionError):
+        FAMILY.parse_generate_options({"epochs_max": 10**9})
+    from mlsched_opt.errors import UserError
+    with pytest.raises(UserError) as err:
+        generate(GenerateSpec(jobs=10**7, servers=1, seed=0, slots=5))
+    assert err.value.field == "--jobs"
+
+
+def _toy(edit):
+    doc = read_document(TOY)
+    edit(doc)
+    return doc
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["time"].update(slots=10**9), "time.slots"),
+    (lambda d: (d["jobs"][0].update(workers={"min": 1, "max": 10**9}, ps={"min": 1, "max": 10**9}, work={"epochs": 1, "chunks": 10**9, "minibatches_per_chunk": 1}),
+                d["cluster"]["servers"][0]["capacity"].update(cpu=10**9)), "jobs[0].workers"),
+])
+def test_sizes_beyond_the_limits_are_refused_up_front(edit, field, monkeypatch):
+    # the loader's own limits can be raised by the user; the family's hold regardless
+    monkeypatch.setenv("MLSCHED_LIMITS", f"slots={2**53},tasks={2**53},cells={2**53}")
+    with pytest.raises(InstanceError) as err:
+        oasis_view(from_document(_toy(edit)))
+    assert err.value.field == field
+    assert "problem 'oasis'" in str(err.value)
+
+
+def test_a_dp_beyond_its_table_is_refused_and_an_impossible_job_costs_nothing():
+    big = _toy(lambda d: (d["time"].update(slots=1000),
+                          d["jobs"][0].update(workers={"min": 1, "max": 100_000}, ps={"min": 1, "max": 100_000}, work={"epochs": 1000, "chunks": 100_000, "minibatches_per_chunk": 4}),
+                          d["cluster"]["servers"][0]["capacity"].update(cpu=100_000), d["cluster"]["servers"][1]["capacity"].update(cpu=100_000)))
+    with pytest.raises(InstanceError) as err:
+        FAMILY.run(from_document(big), "oasis", SolveOptions(time_limit=60))
+    assert err.value.field == "jobs[0].work"
+    # 10^12 chunk-trainings cannot finish in 3 slots: rejected without a DP over them
+    hopeless = _toy(lambda d: d["jobs"][0].update(work={"epochs": 10**6, "chunks": 10**6, "minibatches_per_chunk": 4}))
+    sol = FAMILY.run(from_document(hopeless), "oasis", SolveOptions(time_limit=60))
+    assert "1" not in sol.decision["admitted"] and sol.report.status == "feasible"
+
+
+@pytest.mark.parametrize("method", [m for m in FAMILY.methods if m != "exact"])
+def test_the_time_limit_cuts_every_algorithm_short_with_a_valid_answer(method):
+    inst = from_document(generate(GenerateSpec(jobs=6, servers=2, seed=3, slots=8, options={"epochs_min": 1, "epochs_max": 4})))
+    sol = FAMILY.run(inst, method, SolveOptions(time_limit=1e-9))  # already past when the first job arrives
+    assert sol.report.status == "feasible"
+    assert "cut short by the time limit" in sol.report.message
+    assert check_solution(inst, sol).feasible

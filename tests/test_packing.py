@@ -22,7 +22,7 @@ EXACT = SolveOptions(gap=0.0, time_limit=30)
 def _solve(inst, method, objective, solver="highs"):
     sol = FAMILY.run(inst, method, SolveOptions(solver=solver, gap=0.0, time_limit=30), {"objective": objective})
     if sol.decision is not None:
-        check = check_solution(inst, sol)
+        check = check_solution(inst, sol, options={"objective": objective})
         assert check.feasible, [str(v) for v in check.violations]
     return sol
 
@@ -132,3 +132,88 @@ def test_bert_only_on_v100():
     sol = _solve(inst, "exact", "weight")
     if "bert-squad" in sol.decision["admitted"]:
         assert all(s.startswith("v100") for s in sol.decision["placement"]["bert-squad"]["workers"])
+
+
+# --- the checker never crashes on a JSON value (defect class: junk decisions) ---------------------
+
+from mlsched_opt.checking.core import CheckResult  # noqa: E402
+
+_DEMO_INST = load_instance(DEMO)
+_JOBS = [j.id for j in _DEMO_INST.jobs] + ["ghost"]
+_SERVERS = [s.name for s in _DEMO_INST.servers][:4] + ["nowhere"]
+_SCALARS = (st.none() | st.booleans() | st.integers(-2**80, 2**80) | st.sampled_from([2**70, -1, 0, 1, 2, 10**400])
+            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6))
+JSON = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                    max_leaves=8)
+_COUNTS = st.dictionaries(st.sampled_from(_SERVERS), st.integers(-3, 6) | JSON, max_size=3) | JSON
+PACKING_DECISION = JSON | st.fixed_dictionaries({
+    "admitted": st.lists(st.sampled_from(_JOBS) | JSON, max_size=5) | JSON,
+    "placement": st.dictionaries(st.sampled_from(_JOBS), st.fixed_dictionaries({"workers": _COUNTS, "ps": _COUNTS}) | JSON,
+                                 max_size=5) | JSON,
+    "schedule": JSON,
+})
+
+
+@pytest.mark.parametrize("objective", ["weight", "servers"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(decision=PACKING_DECISION)
+def test_checker_names_a_rule_for_any_json_decision(objective, decision):
+    result = CheckResult()
+    FAMILY.check(_DEMO_INST, decision, FAMILY.parse_options({"objective": objective}), result)  # must not raise
+    assert all(isinstance(v.rule, str) and v.rule for v in result.violations)
+    assert result.objective is None or result.objective == result.objective
+
+
+# --- options and input-driven loops (defect class: unbounded options and counts) -----------------
+
+def test_objective_is_a_problem_option_and_every_option_has_a_domain():
+    opts = {o.name: o for o in FAMILY.options}
+    assert opts["objective"].problem and opts["objective"].choices == ("weight", "servers")
+    assert all(o.choices is not None or (o.minimum is not None and o.maximum is not None) for o in FAMILY.options)
+    assert not FAMILY.generate_options
+
+
+@pytest.mark.parametrize("count", [10**6, 10**12, 2**53])
+def test_ffd_work_does_not_grow_with_the_task_count(count, monkeypatch):
+    """First fit places identical tasks a server at a time: a huge count is refused at once, not looped over
+    (even when the loader's task limit is raised, as a user may)."""
+    from mlsched_opt.io import read_document
+    monkeypatch.setenv("MLSCHED_LIMITS", f"tasks={2**53}")
+    doc = read_document(DEMO)
+    doc["jobs"][0]["workers"] = {"count": count}
+    inst = from_document(doc)
+    sol = FAMILY.run(inst, "ffd", SolveOptions(time_limit=30))
+    assert doc["jobs"][0]["id"] not in sol.decision["admitted"]
+    assert check_solution(inst, sol).feasible
+    assert FAMILY.run(inst, "ffd", SolveOptions(time_limit=30), {"objective": "servers"}).decision is None
+
+
+def test_bulk_first_fit_equals_task_by_task_first_fit(catalog):
+    """The server-at-a-time placement is the task-by-task first fit it replaces (same placement on generated instances)."""
+    import numpy as np
+    from mlsched_opt.problems.packing.ffd import _place_job
+    from mlsched_opt.problems.packing.view import packing_view
+    for seed in range(15):
+        inst = from_document(FAMILY.generate(GenerateSpec(jobs=8, servers=3, seed=seed), catalog), catalog=catalog)
+        view = packing_view(inst)
+        bulk, slow = view.capacity.copy(), view.capacity.copy()
+        names = [s.name for s in inst.servers]
+        for j in range(len(view.jobs)):
+            got = _place_job(view, j, bulk)
+            trial, want = slow.copy(), {"workers": {}, "ps": {}}
+            for task, key in (("worker", "workers"), ("ps", "ps")):
+                d = view.demand[task][j]
+                for _ in range(int(view.count(task)[j])):
+                    fits = view.eligible[task][j] & np.all(trial >= d - 1e-9, axis=1)
+                    if not fits.any():
+                        want = None
+                        break
+                    s = int(np.argmax(fits))
+                    trial[s] -= d
+                    want[key][names[s]] = want[key].get(names[s], 0) + 1
+                if want is None:
+                    break
+            assert got == want, (seed, j)
+            if want is not None:
+                slow = trial
+            assert np.allclose(bulk, slow)

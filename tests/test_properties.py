@@ -30,10 +30,14 @@ CASES = {
     "locality": ([{}, {"order": "fifo", "epsilon": 0.0, "attempts": 1}, {"epsilon": 0.2, "l_scale": 100.0}],
                  [{"work_max": 12.0}, {"bandwidth_ratio": 10.0, "work_max": 8.0}, {"calibration": "pollux", "gpus": 2, "work_max": 8.0}], (1, 2)),
     # static batches (exact search needs them) of at most MAX_JOBS jobs; the hard world too
-    "harmony": ([{}, {"world": "hard"}], [{"static": True}, {"static": True, "max_workers": 2, "allreduce_share": 0.8}], (3, 4)),
+    # short jobs: under the default starts=any the exhaustive search also enumerates start intervals
+    "harmony": ([{}, {"world": "hard"}, {"starts": "simultaneous"}],
+                [{"static": True, "min_intervals": 1.0, "max_intervals": 8.0},
+                 {"static": True, "max_workers": 2, "allreduce_share": 0.8, "min_intervals": 1.0, "max_intervals": 8.0}], (3, 4)),
 }
-#: families whose exact search is exhaustive: fewer jobs (spec 004 section 6a: N <= 4)
-MAX_JOBS = {"harmony": 4}
+#: fewer jobs where exact is exhaustive (harmony, spec 004 section 6a: N <= 4) or a slow MILP (locality with
+#: free PS placement)
+MAX_JOBS = {"harmony": 4, "locality": 5}
 
 
 
@@ -63,7 +67,7 @@ def test_every_method_passes_the_checker_and_bounds_are_ordered(problem, seed, j
             assert family.method(method).kind == "oracle", method
             continue
         if sol.decision is not None:
-            check = check_solution(inst, sol)
+            check = check_solution(inst, sol, options)
             assert check.feasible, (method, [str(v) for v in check.violations])
             assert check.objective == pytest.approx(sol.report.objective)
         results[method] = sol.report

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mlsched_opt.checking import check_solution
-from mlsched_opt.io import from_document, load_instance
+from mlsched_opt.io import from_document, load_catalog, load_instance
 from mlsched_opt.io.instance import Utility
 from mlsched_opt.problems import GenerateSpec, get_family
 from mlsched_opt.problems.smd import layered
@@ -402,3 +402,113 @@ def test_compare_and_export_from_the_cli(run, tmp_path):
     assert rows["esw feasible"][-1] == "ok" and rows["optimus feasible"][2] == "60"
     code, out, _ = run("export", TOY, "-o", tmp_path / "toy.lp")
     assert code == 0 and "3 variables, 2 constraints" in out
+
+
+# --- regression: review of the smd family -------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+def generated(seed, jobs=4, servers=3, **options):
+    spec = GenerateSpec(jobs=jobs, servers=servers, seed=seed, options=SMD.parse_generate_options(options))
+    return from_document(SMD.generate(spec, load_catalog()), catalog=load_catalog())
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), attempts=st.sampled_from([1, 2, 10]), outer=st.sampled_from(["ptas", "exact"]),
+       sgd=st.sampled_from(["mix", "sync", "async"]))
+def test_every_method_answers_plain_json(seed, attempts, outer, sgd):
+    # defect 1: a numpy int64 (the rounding's redraw count, frequent with attempts=1) crashed --out
+    inst = generated(seed, jobs=4, servers=2, sgd=sgd)
+    for method in SMD.methods:
+        opts = {} if method == "exact" else {"attempts": attempts, "outer": outer}
+        sol = SMD.run(inst, method, SolveOptions(gap=0.0, time_limit=20, seed=seed), opts)
+        json.dumps(sol.decision, allow_nan=False)
+        json.dumps(sol.to_dict(), allow_nan=False)  # what --out and --json write
+        assert check_solution(inst, sol).feasible, method
+
+
+def test_rounding_redraws_are_plain_ints():
+    # the redraw branch of Algorithm 2 (no feasible draw among the first F) returned numpy's int
+    job = toy_job("sync", [1, 1, 1, 1, 1], [1, 4])
+    x = np.array([1.5, 1.5])  # every draw but (1, 1) breaks the limit of 1 GPU
+    for seed in range(20):
+        alloc, used, _ = algorithm2(job, x, 1, np.random.default_rng(seed))
+        assert type(used) is int and type(alloc.w) is int and type(alloc.p) is int
+
+
+# --- option domains and bounded loops (defect 6) -------------------------------------------
+
+def test_every_option_has_a_domain_and_problem_options_are_marked():
+    for opt in (*SMD.options, *SMD.generate_options):
+        if isinstance(opt.default, (int, float)) and not isinstance(opt.default, bool):
+            assert opt.minimum is not None and opt.maximum is not None, opt.name
+    assert {o.name for o in SMD.options if o.problem} == {"overlap"}
+
+
+@pytest.mark.parametrize("name, value", [("attempts", 0), ("attempts", 10**9), ("epsilon1", 0.0), ("epsilon1", 1e-9),
+                                         ("epsilon2", 0.0), ("epsilon2", 1.0), ("m_delta", 0.0), ("m_delta", 2.0),
+                                         ("delta", 0.0), ("delta", 1.5)])
+def test_hostile_option_values_are_refused_naming_the_option(name, value):
+    from mlsched_opt.errors import OptionError
+
+    with pytest.raises(OptionError, match=name):
+        SMD.parse_options({name: value})
+
+
+def test_tiny_epsilon1_is_refused_before_the_grid_is_built():
+    from mlsched_opt.errors import OptionError
+
+    job = toy_job("sync", [1, 1, 1, 1, 1], [10, 40])
+    with pytest.raises(OptionError, match="epsilon1"):
+        algorithm1(job, 1e-6)
+
+
+@pytest.mark.parametrize("outer", ["ptas", "exact"])
+def test_exhaustive_admission_stops_at_the_time_limit_with_its_best_answer(outer):
+    # epsilon2 near 0 makes Frieze-Clarke enumerate every subset of 40 jobs
+    inst = generated(2, jobs=40, servers=2)
+    sol = SMD.run(inst, "esw", SolveOptions(time_limit=1e-6), {"epsilon2": 1e-6, "outer": outer})
+    assert sol.report.status == "feasible" and check_solution(inst, sol).feasible
+    if outer == "ptas":
+        assert "cut short by the time limit" in sol.report.message
+        assert sol.decision["extra"]["stats"]["outer_complete"] is False
+    json.dumps(sol.to_dict(), allow_nan=False)
+
+
+def test_generator_refuses_absurd_sizes():
+    from mlsched_opt.errors import UserError
+
+    with pytest.raises(UserError, match="--jobs"):
+        SMD.generate(GenerateSpec(jobs=10**7, servers=1, seed=0, options=SMD.parse_generate_options({})), load_catalog())
+
+
+# --- determinism (defect 8) ----------------------------------------------------------------
+
+@pytest.mark.parametrize("method", list(SMD.methods))
+@pytest.mark.parametrize("options", [{}, {"attempts": 1}, {"scale": "formula"}, {"inner": "enumerate", "outer": "exact"}])
+def test_same_seed_gives_a_byte_identical_decision(method, options):
+    inst = generated(4, jobs=8, servers=2)
+    opts = {} if method == "exact" else options
+    so = SolveOptions(seed=11, gap=0.0, time_limit=60, certify=False)
+    first, second = (json.dumps(SMD.run(inst, method, so, opts).decision, allow_nan=False) for _ in range(2))
+    assert first == second
+
+
+@pytest.mark.parametrize("method", list(SMD.methods))
+def test_a_huge_allocation_box_is_refused_naming_the_limit(method):
+    # ranges of 10^5 (the loader's task limit) and a limit holding them all: 10^10 (w, p) pairs
+    # for the exact enumeration, and ESW and Optimus walking 10^5 steps of the box
+    from mlsched_opt.errors import InstanceError
+
+    big = 100_000
+    doc = {"format": "mlsched-instance/1", "name": "huge", "problem": "smd",
+           "cluster": {"servers": [{"name": "c", "capacity": {"gpu": 10 * big, "cpu": 10 * big}}]},
+           "jobs": [{"id": "a", "sgd": "sync", "local_batch_size": 1, "global_batch_size": 1,
+                     "demand": {"worker": {"gpu": 1, "cpu": 1}, "ps": {"cpu": 1}},
+                     "workers": {"min": 1, "max": big}, "ps": {"min": 1, "max": big}, "limit": {"gpu": 2 * big, "cpu": 2 * big},
+                     "speed_model": {"theta": [0, 0, 1, 0, 2]},
+                     "utility": {"kind": "sigmoid", "gamma1": 1, "gamma2": 4, "gamma3": 2.5, "delay_unit": "seconds"}}]}
+    inst = from_document(doc, catalog=load_catalog())
+    with pytest.raises(InstanceError, match="limit"):
+        SMD.run(inst, method, SolveOptions(time_limit=10), {"inner": "enumerate"} if method == "smd" else {})

@@ -1,4 +1,5 @@
-"""highspy and ortools each bundle HiGHS; the pinned versions must load and solve in one process."""
+"""highspy and ortools each bundle HiGHS; the pinned versions must load and solve in one process,
+and so must pyscipopt, the referee that certifies their answers."""
 
 import subprocess
 import sys
@@ -6,8 +7,9 @@ import sys
 import pytest
 
 SCRIPT = """
-import {first}, {second}
+import {first}, {second}, {third}
 import highspy
+import pyscipopt
 from ortools.sat.python import cp_model
 h = highspy.Highs()
 h.setOptionValue("output_flag", False)
@@ -23,20 +25,26 @@ m = cp_model.CpModel()
 x = m.new_int_var(0, 10, "x"); y = m.new_int_var(0, 10, "y")
 m.add(2 * x + y <= 7); m.maximize(3 * x + 2 * y)
 s = cp_model.CpSolver(); assert s.solve(m) == cp_model.OPTIMAL
-print(-h.getInfo().objective_function_value, s.objective_value)
+scip = pyscipopt.Model(); scip.hideOutput()
+a = scip.addVar(vtype="I", ub=10); b = scip.addVar(vtype="I", ub=10)
+scip.addCons(2 * a + b <= 7); scip.setObjective(3 * a + 2 * b, "maximize"); scip.optimize()
+print(-h.getInfo().objective_function_value, s.objective_value, scip.getObjVal())
 """
+ORDERS = [("highspy", "ortools.sat.python.cp_model", "pyscipopt"), ("ortools.sat.python.cp_model", "highspy", "pyscipopt"),
+          ("pyscipopt", "ortools.sat.python.cp_model", "highspy")]
 
 
-@pytest.mark.parametrize("first,second", [("highspy", "ortools.sat.python.cp_model"), ("ortools.sat.python.cp_model", "highspy")])
-def test_highspy_and_ortools_solve_in_one_process(first, second):
-    out = subprocess.run([sys.executable, "-c", SCRIPT.format(first=first, second=second)],
+@pytest.mark.parametrize("first,second,third", ORDERS)
+def test_highspy_ortools_and_scip_solve_in_one_process(first, second, third):
+    out = subprocess.run([sys.executable, "-c", SCRIPT.format(first=first, second=second, third=third)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["14.0", "14.0"]  # max 3x + 2y, 2x + y <= 7: x = 0, y = 7
+    assert out.stdout.split() == ["14.0", "14.0", "14.0"]  # max 3x + 2y, 2x + y <= 7: x = 0, y = 7
 
 
 def test_pins_are_the_coexisting_versions():
     from importlib.metadata import version
 
-    assert version("highspy") == "1.14.0"
+    assert version("highspy") == "1.11.0"
     assert version("ortools") == "9.15.6755"
+    assert version("pyscipopt") == "6.3.0"

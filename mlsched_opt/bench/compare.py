@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -60,14 +61,35 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
         if progress:
             progress(f"running {label} ...")
         sol: Solution = family.run(instance, method, SolveOptions(**{**solve_options.to_dict(), "solver": solver}), opts)
-        check = check_solution(instance, sol) if sol.decision is not None else None
+        check = check_solution(instance, sol, opts) if sol.decision is not None else None
         rows.append(Row(label, method, sol.report, check))
+    _dispute_beaten_optima(rows, family.sense(opts), solve_options.gap)
     if lp_bound and family.bounded:
         if progress:
             progress("solving the LP relaxation ...")
         rows.append(Row("lp-relaxation (bound)", "lp", family.lp_bound(instance, opts, solve_options), None))
     _fill_ratios(rows, family.sense(opts))
     return rows
+
+
+def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
+    """A claimed optimum that a checked answer beats is wrong: mark it ``disputed``, never a reference.
+
+    Values are the checker's (a claim is compared with what the decisions are worth, not with
+    what the methods say they are worth)."""
+    checked = [(r, r.check.objective) for r in rows if r.check is not None and r.check.feasible and r.check.objective is not None]
+    tol = lambda a, b: max(gap, 1e-6) * max(1.0, abs(a), abs(b))  # noqa: E731
+    for row in rows:
+        rep = row.report
+        if rep.status != "optimal" or rep.objective is None:
+            continue
+        beaten = [(r, v) for r, v in checked if r is not row
+                  and (v - rep.objective if sense == "max" else rep.objective - v) > tol(v, rep.objective)]
+        if beaten:
+            r, v = max(beaten, key=lambda rv: rv[1]) if sense == "max" else min(beaten, key=lambda rv: rv[1])
+            note = f"disputed: the claimed optimum {rep.objective:.10g} is beaten by {r.label}, whose checked value is {v:.10g}"
+            row.report = dataclasses.replace(rep, status="disputed", bound=None,
+                                             message="; ".join(filter(None, [rep.message, note])))
 
 
 def _fill_ratios(rows: list[Row], sense: str) -> None:

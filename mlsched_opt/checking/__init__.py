@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ..io.instance import Instance
 from ..io.solution import Solution
 from .core import CheckResult, Usage, Violation, compare_objective, read_counts, unknown_jobs
 
 
-def check_solution(instance: Instance, solution: Solution) -> CheckResult:
+def check_solution(instance: Instance, solution: Solution, options: Mapping[str, Any] | None = None) -> CheckResult:
     """Recompute feasibility and objective of ``solution.decision`` for ``instance``.
 
-    The report's objective is the only claim compared; status, bound and gap are the
-    solver's word and are not verifiable from a decision.
+    The problem is the instance's, with its ``options`` overridden by ``options`` (the command
+    line's ``--set``; raw or parsed values): never the options a solution records, which are a
+    claim like any other.  A solution that records other problem-defining options breaks the
+    ``problem-options`` rule.  The report's objective is the only other claim compared; status,
+    bound and gap are the solver's word and are not verifiable from a decision.
     """
     from ..problems import get_family
 
@@ -26,8 +31,16 @@ def check_solution(instance: Instance, solution: Solution) -> CheckResult:
         else:
             result.add("decision", "decision", f"no decision to check (status {solution.report.status})")
         return result
-    options = family.parse_options(solution.problem_options, source="problem_options")
-    family.check(instance, solution.decision, options, result)
+    parsed = family.resolve_options(instance, options)
+    stated = solution.problem_options if isinstance(solution.problem_options, Mapping) else {}
+    for mismatch in family.problem_option_mismatches(stated, parsed):
+        result.add("problem-options", "problem_options", f"the solution was made for {mismatch}")
+    try:
+        family.check(instance, solution.decision, parsed, result)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError, RecursionError) as exc:
+        # the family checkers name the rules they know; a value no rule foresaw still gets a verdict, not a traceback
+        result.add("malformed", "decision", f"cannot be read as a {solution.problem} decision ({type(exc).__name__}: {exc})")
+        result.objective = None
     compare_objective(result, solution.report.objective)
     return result
 

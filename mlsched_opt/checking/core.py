@@ -15,6 +15,8 @@ from ..io.instance import Instance, Job
 
 #: Relative tolerance for capacities and for the stated objective.
 TOL = 1e-6
+#: A task count beyond this is no count (and would overflow float arithmetic).
+MAX_COUNT = 2**53
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,15 @@ def read_counts(result: CheckResult, instance: Instance, job: Job, task: str,
     not use (role, GPU model).
     """
     out: dict[str, int] = {}
+    if counts is not None and not isinstance(counts, Mapping):
+        result.add("domain", where, f"expected an object of server -> count, got {type(counts).__name__}")
+        return out
     for name, count in (counts or {}).items():
-        server = instance.server(name)
+        server = instance.server(name) if isinstance(name, str) else None
         if server is None:
             result.add("unknown-server", f"{where}.{name}", "no such server in the instance")
             continue
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or count > MAX_COUNT:
             result.add("domain", f"{where}.{name}", f"count must be a non-negative integer, got {count!r}")
             continue
         if count and not job.may_run_on(server, task):
@@ -102,14 +107,22 @@ class Usage:
 
 
 def unknown_jobs(result: CheckResult, instance: Instance, ids: list[str] | Mapping[str, Any], where: str) -> None:
+    if not isinstance(ids, (list, Mapping)):
+        result.add("domain", where, f"expected job ids, got {type(ids).__name__}")
+        return
     for job_id in ids:
-        if instance.job(job_id) is None:
+        if not isinstance(job_id, str) or instance.job(job_id) is None:
             result.add("unknown-job", f"{where}.{job_id}", "no such job in the instance")
 
 
 def admitted_jobs(result: CheckResult, instance: Instance, decision: Mapping[str, Any]) -> set[str]:
-    """``decision["admitted"]`` as a set, reporting unknown and repeated ids."""
-    admitted = list(decision.get("admitted", []))
+    """``decision["admitted"]`` as a set, reporting unknown and repeated ids (and anything that is
+    not a list of ids)."""
+    raw = decision.get("admitted", []) if isinstance(decision, Mapping) else None
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        result.add("domain", "admitted", "expected a list of job ids")
+        return set()
+    admitted = list(raw)
     unknown_jobs(result, instance, admitted, "admitted")
     if len(set(admitted)) != len(admitted):
         result.add("admitted", "admitted", "a job is listed more than once")

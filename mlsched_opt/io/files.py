@@ -1,23 +1,111 @@
 """Reading and writing the project's documents (instances, solutions, catalog entries) as JSON or TOML.
 
-Reading never evaluates or unpickles anything: JSON goes through :mod:`json` (duplicate keys,
-NaN and Infinity rejected), TOML through :mod:`tomllib`.  Every failure becomes a
+Reading never evaluates or unpickles anything: JSON goes through :mod:`json` (duplicate keys
+rejected), TOML through :mod:`tomllib`.  Only regular files are read (a FIFO, a device or a
+socket is refused before it is opened, so nothing blocks or streams forever), up to the
+``file_mb`` limit; a document nested deeper than ``depth`` levels, a non-finite number (JSON
+``NaN``/``Infinity``/``1e999``, TOML ``inf``/``nan``) or an integer literal longer than
+:data:`MAX_INT_DIGITS` digits is refused with its field path.  Every failure becomes a
 :class:`~mlsched_opt.errors.InstanceError` naming the file and, where there is one, the place.
+
+Writing is atomic (:func:`write_atomic`, :func:`atomic_path`): the text goes to a temporary
+file in the target's folder, which then replaces the target, so a failed write leaves the old
+file intact; and a command never writes onto one of its own inputs.  Every ``OSError`` while
+writing becomes a :class:`~mlsched_opt.errors.UserError` naming the path.
+
+Resource limits (:func:`limits`) are our design: every size that makes work or memory grow
+(file size, nesting depth, expanded servers, jobs, slots, tasks per job, servers x jobs x
+slots) has a default cap that a user raises with ``mlsched --limit NAME=VALUE`` or the
+environment variable ``MLSCHED_LIMITS="NAME=VALUE,..."`` (the command line wins).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
+import os
 import re
+import stat
+import tempfile
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
-from ..errors import InstanceError
+from ..errors import InstanceError, OptionError, UserError
 
 FORMATS = ("json", "toml")
 
+# --- limits ---------------------------------------------------------------------------------
+
+#: name -> (default, what it bounds).  Defaults leave every shipped instance and benchmark far
+#: inside; they exist so that a hostile or mistyped number is refused in milliseconds instead
+#: of being expanded until the machine runs out of memory.
+LIMITS: dict[str, tuple[int, str]] = {
+    "file_mb": (64, "size of one input file, MiB"),
+    "depth": (64, "nesting depth of arrays/objects in one file"),
+    "servers": (10_000, "servers after expanding every group's count"),
+    "jobs": (10_000, "jobs in one instance"),
+    "slots": (10_000, "time slots (time.slots)"),
+    "tasks": (100_000, "workers (or parameter servers) of one job: workers/ps count or max"),
+    "cells": (10_000_000, "servers x jobs x slots (1 when there is no horizon): the size of a slotted model"),
+}
+ENV_LIMITS = "MLSCHED_LIMITS"
+#: the most digits an integer literal may have (2**53 has 16; Python refuses > 4300 anyway)
+MAX_INT_DIGITS = 100
+#: the largest magnitude of any number in an instance (exact in a double)
+MAX_NUMBER = 2**53
+
+_overrides: dict[str, int] = {}
+
+
+def _parse_limits(pairs: Iterable[str], where: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for pair in pairs:
+        pair = pair.strip()
+        if not pair:
+            continue
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep:
+            raise OptionError(f"expected NAME=VALUE, got {pair!r}", field=where)
+        if name not in LIMITS:
+            raise OptionError(f"unknown limit {name!r} (known: {', '.join(LIMITS)})", field=where)
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number == int(number) and 1 <= number <= MAX_NUMBER):
+            raise OptionError(f"limit {name} must be a whole number in [1, 2**53], got {value.strip()!r}", field=where)
+        out[name] = int(number)
+    return out
+
+
+def set_limits(pairs: Iterable[str] = ()) -> None:
+    """Set the command-line limit overrides (``NAME=VALUE`` strings); ``()`` clears them."""
+    global _overrides
+    _overrides = _parse_limits(pairs, "--limit")
+
+
+def limits() -> dict[str, int]:
+    """The limits in force: defaults, then ``$MLSCHED_LIMITS``, then ``--limit``."""
+    out = {name: default for name, (default, _) in LIMITS.items()}
+    env = os.environ.get(ENV_LIMITS, "")
+    if env.strip():
+        out.update(_parse_limits(env.split(","), f"${ENV_LIMITS}"))
+    out.update(_overrides)
+    return out
+
+
+def over_limit(name: str, value: int, what: str, file: str | None, field: str | None) -> InstanceError:
+    """The error for ``value`` above the limit ``name``, saying how to raise it."""
+    cap = limits()[name]
+    return InstanceError(f"{what} is {value}, over the limit {name}={cap} "
+                         f"(raise it with `mlsched --limit {name}=N ...` or ${ENV_LIMITS}={name}=N)", file, field)
+
+
+# --- reading --------------------------------------------------------------------------------
 
 def format_of(path: str | Path) -> str:
     """The document format implied by a file name: ``json`` or ``toml``."""
@@ -27,18 +115,72 @@ def format_of(path: str | Path) -> str:
     raise InstanceError(f"unknown file type {Path(path).suffix or '(none)'}; use .json or .toml", str(path))
 
 
-def read_document(path: str | Path) -> dict[str, Any]:
-    """Parse a JSON or TOML file into a dict, or raise :class:`InstanceError` saying why not."""
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def _not_regular(mode: int) -> str | None:
+    for test, what in _KINDS:
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The content of a regular file of at most ``file_mb`` MiB, or an :class:`InstanceError`.
+
+    The file is stat-ed before it is opened (following symlinks), and opened non-blocking, so a
+    FIFO, a device such as ``/dev/zero`` or a socket is refused without ever blocking or being
+    read; a file that grows past the cap while being read is refused too.
+    """
     name = str(path)
-    fmt = format_of(path)
+    cap = limits()["file_mb"] * 2**20
     try:
-        raw = Path(path).read_bytes()
+        st = os.stat(path)
     except FileNotFoundError:
         raise InstanceError("no such file", name) from None
-    except IsADirectoryError:
-        raise InstanceError("is a directory, not a file", name) from None
     except OSError as exc:
-        raise InstanceError(f"cannot read file ({exc.strerror})", name) from None
+        raise InstanceError(f"cannot read file ({exc.strerror or exc})", name) from None
+    kind = _not_regular(st.st_mode)
+    if kind == "a directory":
+        raise InstanceError("is a directory, not a file", name)
+    if kind:
+        raise InstanceError(f"is {kind}, not a regular file", name)
+    if st.st_size > cap:
+        raise over_limit("file_mb", -(-st.st_size // 2**20), "the file size in MiB", name, None)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InstanceError(f"cannot read file ({exc.strerror or exc})", name) from None
+    try:
+        if _not_regular(os.fstat(fd).st_mode):  # replaced between stat and open
+            raise InstanceError("is not a regular file", name)
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > cap:
+                raise over_limit("file_mb", -(-size // 2**20), "the file size in MiB", name, None)
+            chunks.append(chunk)
+    except OSError as exc:
+        raise InstanceError(f"cannot read file ({exc.strerror or exc})", name) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """Parse a JSON or TOML file into a dict, or raise :class:`InstanceError` saying why not.
+
+    Guarantees: the result is a dict of JSON-like values (dict, list, str, int, finite float,
+    bool, None) nested at most ``depth`` levels, with no integer literal over
+    :data:`MAX_INT_DIGITS` digits.
+    """
+    name = str(path)
+    fmt = format_of(path)
+    raw = read_bytes(path)
     if b"\x00" in raw:
         raise InstanceError("binary file (contains NUL bytes); expected UTF-8 text", name)
     try:
@@ -47,14 +189,71 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise InstanceError(f"not UTF-8 text (bad byte at offset {exc.start})", name) from None
     if not text.strip():
         raise InstanceError("file is empty", name)
+    _check_nesting(text, name)
     doc = _parse_json(text, name) if fmt == "json" else _parse_toml(text, name)
     if not isinstance(doc, dict):
         raise InstanceError(f"top level must be an object, got {type(doc).__name__}", name)
+    check_values(doc, name)
     return doc
 
 
-def _reject_constant(token: str) -> float:
-    raise ValueError(f"{token} is not allowed")
+_NESTING_TOKENS = re.compile(r'[\[\]{}"\'#\n\\]')
+
+
+def _check_nesting(text: str, name: str) -> None:
+    """Refuse deep nesting before a recursive parser sees it.
+
+    Counts brackets and braces outside strings (an upper bound of the nesting depth in both
+    JSON and TOML: a TOML table header ``[a.b]`` adds no depth, but counting it open and
+    closed is harmless).  Linear time, no recursion; a file with fewer opening brackets than
+    the limit is not scanned at all.
+    """
+    cap = limits()["depth"]
+    if text.count("[") + text.count("{") <= cap:
+        return
+    toml = name.lower().endswith(".toml")
+    depth = 0
+    quote = None
+    skip_to = -1
+    comment = False
+    for match in _NESTING_TOKENS.finditer(text):
+        i, ch = match.start(), match.group()
+        if i < skip_to:
+            continue
+        if comment:
+            comment = ch != "\n"
+        elif quote:
+            if ch == "\\" and quote == '"':
+                skip_to = i + 2  # the escaped character, whatever it is
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#" and toml:
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > cap:
+                line = text.count("\n", 0, i) + 1
+                raise over_limit("depth", depth, f"the nesting depth at line {line}", name, None)
+        elif ch in "]}":
+            depth -= 1
+
+
+def check_values(doc: Any, file: str | None) -> None:
+    """Refuse non-finite floats anywhere in ``doc``, naming the field (iterative: no recursion)."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            what = "NaN" if math.isnan(value) else "an infinite number (or one beyond the float range, like 1e999)"
+            raise InstanceError(f"{what} is not allowed; numbers must be finite", file, path or None)
+        if isinstance(value, _TooLong):
+            raise _too_long(value.digits, file, path)
+        if isinstance(value, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -66,21 +265,63 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class _TooLong:
+    """Stands in for an over-long integer literal until :func:`check_values` names its field."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _too_long(digits: int, file: str | None, path: str) -> InstanceError:
+    return InstanceError(f"an integer with {digits} digits is too large (numbers are at most 2**53 = {MAX_NUMBER})", file, path or None)
+
+
+def _parse_int(token: str) -> int | _TooLong:
+    digits = len(token.lstrip("+-"))
+    # int() of a long literal is quadratic and refused past 4300 digits: never call it
+    return _TooLong(digits) if digits > MAX_INT_DIGITS else int(token)
+
+
+def _parse_constant(token: str) -> float:
+    # NaN/Infinity become floats here so that check_values can name the field they are in
+    return float(token.replace("Infinity", "inf"))
+
+
 def _parse_json(text: str, name: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_parse_constant, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         hint = " (file truncated?)" if exc.pos >= len(text.rstrip()) else ""
         raise InstanceError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}", name) from None
     except ValueError as exc:
         raise InstanceError(f"invalid JSON: {exc}", name) from None
+    except RecursionError:  # _check_nesting makes this unreachable; kept as a last guard
+        raise InstanceError("nested too deeply", name) from None
 
 
 def _parse_toml(text: str, name: str) -> Any:
     try:
-        return tomllib.loads(text)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InstanceError(f"invalid TOML: {exc}", name) from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+        raise InstanceError(f"invalid TOML: {exc}", name) from None
+    except RecursionError:
+        raise InstanceError("nested too deeply", name) from None
+    _check_int_sizes(doc, name)
+    return doc
+
+
+def _check_int_sizes(doc: Any, file: str) -> None:
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_INT_DIGITS:
+            raise _too_long(len(str(abs(value))), file, path)
+        if isinstance(value, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
 
 
 def canonical_json(doc: Any) -> str:
@@ -88,11 +329,109 @@ def canonical_json(doc: Any) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def write_document(doc: dict[str, Any], path: str | Path) -> None:
-    """Write ``doc`` as JSON or TOML, by the file's extension."""
+# --- writing --------------------------------------------------------------------------------
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def check_writable(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:
+    """Refuse, before any work is done, an output ``path`` that cannot or must not be written.
+
+    Refused, each with a :class:`UserError` naming ``path``: one of ``inputs`` (the same file by
+    resolved path or inode), a missing folder, a directory, a non-regular file, a read-only file
+    (by its mode bits, so that root is refused too: overwriting a file its owner protected is
+    not our call), and a folder we may not create files in.
+    """
+    target = Path(path)
+    name = str(path)
+    for source in inputs:
+        if source is not None and _same_file(target, Path(source)):
+            raise UserError(f"refusing to overwrite the input file {source}; choose another output path", name)
+    folder = target.parent
+    if not folder.exists():
+        raise UserError(f"folder {str(folder)!r} does not exist", name)
+    if not folder.is_dir():
+        raise UserError(f"{str(folder)!r} is not a folder", name)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UserError(f"cannot write ({exc.strerror or exc})", name) from None
+    if st is not None:
+        kind = _not_regular(st.st_mode)
+        if kind:
+            raise UserError(f"is {kind}; cannot write a file here", name)
+        if not st.st_mode & 0o222:
+            raise UserError("file is read-only (no write permission)", name)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"no permission to create files in {str(folder)!r}", name)
+
+
+def _write_error(exc: OSError, name: str) -> UserError:
+    reason = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EACCES: "permission denied",
+              errno.EPERM: "operation not permitted", errno.EROFS: "read-only file system",
+              errno.ENOENT: "folder does not exist", errno.EISDIR: "is a directory"}.get(exc.errno, exc.strerror or str(exc))
+    return UserError(f"cannot write ({reason})", name)
+
+
+def _file_mode(target: Path) -> int:
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Iterator[Path]:
+    """A temporary path in ``path``'s folder for a writer that needs a path (e.g. Pyomo's
+    ``model.write``); when the block ends without an exception it replaces ``path`` atomically,
+    otherwise it is deleted and ``path`` is untouched.  ``OSError`` becomes :class:`UserError`.
+    """
+    target = Path(path)
+    name = str(path)
+    check_writable(target, inputs)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=f".tmp{target.suffix}")
+        os.close(fd)
+    except OSError as exc:
+        raise _write_error(exc, name) from None
+    done = False
+    try:
+        try:
+            yield Path(tmp)
+            os.chmod(tmp, _file_mode(target))
+            os.replace(tmp, target)
+            done = True
+        except OSError as exc:
+            raise _write_error(exc, name) from None
+    finally:
+        if not done:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def write_atomic(path: str | Path, text: str, inputs: Iterable[str | Path | None] = ()) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path` and :func:`check_writable`."""
+    data = text.encode("utf-8")
+    with atomic_path(path, inputs) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def write_document(doc: dict[str, Any], path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:
+    """Write ``doc`` as JSON or TOML, by the file's extension, atomically."""
     fmt = format_of(path)
     text = dump_json(doc) if fmt == "json" else dump_toml(doc)
-    Path(path).write_text(text, encoding="utf-8")
+    write_atomic(path, text, inputs)
 
 
 def dump_json(doc: Any) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import InstanceError
 from .catalog import Catalog, Workload, load_catalog
-from .files import canonical_json, read_document
+from .files import canonical_json, limits, over_limit, read_document
 from .schema import SchemaViolation, join, load_schema, validate
 
 FORMAT = "mlsched-instance/1"
@@ -185,6 +185,8 @@ class Instance:
     inter_server_bandwidth_gbps: float | None
     default_problem: str | None
     catalog: Catalog | None = field(repr=False, default=None)
+    #: problem options stated in the file (``options``); ``--set`` overrides them
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -236,6 +238,7 @@ def from_document(doc: Mapping[str, Any], file: str | None = None, catalog: Cata
         validate(doc, load_schema("instance"))
     except SchemaViolation as exc:
         raise InstanceError(exc.reason, file, exc.path or None) from None
+    _check_sizes(doc, file)
     servers = _servers(doc["cluster"]["servers"], file)
     needs_catalog = any("model" in j for j in doc["jobs"])
     cat = catalog if isinstance(catalog, Catalog) else (load_catalog(catalog) if needs_catalog or catalog else None)
@@ -258,7 +261,40 @@ def from_document(doc: Mapping[str, Any], file: str | None = None, catalog: Cata
         inter_server_bandwidth_gbps=cluster.get("inter_server_bandwidth_gbps"),
         default_problem=doc.get("problem"),
         catalog=cat,
+        options=dict(doc.get("options", {})),
     )
+
+
+def _check_sizes(doc: Mapping[str, Any], file: str | None) -> None:
+    """Refuse, before anything is expanded or built, sizes beyond :func:`~mlsched_opt.io.files.limits`.
+
+    Families build models and searches whose size grows with servers x jobs x slots and with
+    the task counts of a job; these are the numbers that bound that work (our design: the
+    limits are generous defaults a user may raise, see ``mlsched --help``).
+    """
+    cap = limits()
+    total = 0
+    for i, group in enumerate(doc["cluster"]["servers"]):
+        total += group.get("count", 1)
+        if total > cap["servers"]:
+            raise over_limit("servers", total, "the server count after expanding groups", file,
+                             f"cluster.servers[{i}].count" if "count" in group else "cluster.servers")
+    jobs = doc["jobs"]
+    if len(jobs) > cap["jobs"]:
+        raise over_limit("jobs", len(jobs), "the number of jobs", file, "jobs")
+    slots = doc.get("time", {}).get("slots")
+    if slots is not None and slots > cap["slots"]:
+        raise over_limit("slots", slots, "the horizon", file, "time.slots")
+    for i, job in enumerate(jobs):
+        for key in ("workers", "ps"):
+            spec = job.get(key, {})
+            most = max(spec.get("count", 0), spec.get("max", 0))
+            if most > cap["tasks"]:
+                raise over_limit("tasks", most, f"the {key} count", file, f"jobs[{i}].{key}")
+    cells = total * len(jobs) * (slots or 1)
+    if cells > cap["cells"]:
+        raise over_limit("cells", cells, f"servers x jobs x slots = {total} x {len(jobs)} x {slots or 1}", file,
+                         "time.slots" if slots else "jobs")
 
 
 def _unique(names: list[str], where: str, key: str, file: str | None) -> None:

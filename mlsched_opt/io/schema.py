@@ -11,6 +11,7 @@ and what was expected there.
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -23,6 +24,10 @@ _TYPES = {
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
 }
+
+#: every number in our documents is at most this in magnitude (exact in a double); the schema
+#: files say so with ``minimum``/``maximum`` too, so that the reference validator agrees
+MAX_NUMBER = 2**53
 
 _SUPPORTED = {
     "$schema", "$id", "$ref", "$defs", "title", "description", "default", "type", "enum", "const",
@@ -49,7 +54,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, (int, float)):
-        return f"number {value!r}"
+        return f"number {_short(value)}"
     if isinstance(value, str):
         return f"string {value!r}" if len(value) < 40 else "a string"
     if isinstance(value, list):
@@ -57,6 +62,12 @@ def _describe(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+def _short(value: int | float) -> str:
+    if isinstance(value, int) and abs(value) >= 10**20:
+        return f"an integer with {len(str(abs(value)))} digits"
+    return repr(value)
 
 
 class SchemaViolation(Exception):
@@ -86,12 +97,19 @@ def validate(value: Any, schema: dict, root: dict | None = None, path: str = "")
         choices = ", ".join(repr(c) for c in schema["enum"])
         raise SchemaViolation(path, f"must be one of {choices}, got {_describe(value)}")
     if _TYPES["number"](value):
+        if schema.get("type") in ("number", "integer"):
+            # whatever the schema file says: no field of ours takes these (a hostile number
+            # must not reach a model builder, an overflow or a loop bound)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise SchemaViolation(path, f"must be a finite number, got {value!r}")
+            if abs(value) > MAX_NUMBER:
+                raise SchemaViolation(path, f"must be at most 2**53 = {MAX_NUMBER} in magnitude, got {_short(value)}")
         if "minimum" in schema and value < schema["minimum"]:
-            raise SchemaViolation(path, f"must be >= {schema['minimum']}, got {value!r}")
+            raise SchemaViolation(path, f"must be >= {schema['minimum']}, got {_short(value)}")
         if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            raise SchemaViolation(path, f"must be > {schema['exclusiveMinimum']}, got {value!r}")
+            raise SchemaViolation(path, f"must be > {schema['exclusiveMinimum']}, got {_short(value)}")
         if "maximum" in schema and value > schema["maximum"]:
-            raise SchemaViolation(path, f"must be <= {schema['maximum']}, got {value!r}")
+            raise SchemaViolation(path, f"must be <= {schema['maximum']}, got {_short(value)}")
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         raise SchemaViolation(path, "must not be empty")
     if isinstance(value, list):

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
+
+import numpy as np
 
 from ..errors import InstanceError
 from ..solvers.report import SolveReport
-from .files import dump_json, read_document
+from .files import dump_json, read_document, write_atomic
 from .instance import Instance
 from .schema import SchemaViolation, load_schema, validate
 
 FORMAT = "mlsched-solution/1"
+#: stated objectives and timings beyond this are refused as malformed (they would overflow
+#: float arithmetic); a wrong but representable claim is the checker's business
+MAX_REPORTED = 1e300
 
 
 @dataclass
@@ -37,7 +43,8 @@ class Solution:
     @classmethod
     def for_instance(cls, instance: Instance, problem: str, method: str, report: SolveReport,
                      decision: dict[str, Any] | None, problem_options: Mapping[str, Any]) -> "Solution":
-        return cls(problem, method, report, decision, instance.sha256, instance.name, instance.file, dict(problem_options))
+        return cls(problem, method, report, plain(decision), instance.sha256, instance.name, instance.file,
+                   plain(dict(problem_options)))
 
     def to_dict(self) -> dict[str, Any]:
         inst = {"sha256": self.instance_sha256, "name": self.instance_name}
@@ -51,8 +58,25 @@ class Solution:
             doc["decision"] = self.decision
         return doc
 
-    def write(self, path: str | Path) -> None:
-        Path(path).write_text(dump_json(self.to_dict()), encoding="utf-8")
+    def write(self, path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:
+        """Write the solution file atomically, never onto one of ``inputs`` (see :func:`write_atomic`)."""
+        write_atomic(path, dump_json(self.to_dict()), inputs)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain JSON data: numpy scalars and arrays become Python numbers and lists, and a
+    non-finite float (which JSON cannot hold) becomes ``None``, for the checker to judge."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
 
 
 def read_solution(path: str | Path) -> Solution:
@@ -66,12 +90,24 @@ def read_solution(path: str | Path) -> Solution:
     except SchemaViolation as exc:
         raise InstanceError(exc.reason, name, exc.path or None) from None
     rep = doc["report"]
-    for key in ("objective", "bound"):
-        if rep.get(key) is not None and not isinstance(rep[key], (int, float)):
+    for key in ("objective", "bound", "gap"):
+        value = rep.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise InstanceError("expected a number or null", name, f"report.{key}")
+        if value is not None and abs(value) > MAX_REPORTED:
+            raise InstanceError(f"must be at most {MAX_REPORTED:g} in magnitude", name, f"report.{key}")
+    for key, kind, what in (("wall_s", (int, float), "a number"), ("build_s", (int, float), "a number"),
+                            ("solve_s", (int, float), "a number"), ("solver", str, "a string"),
+                            ("solver_version", str, "a string"), ("message", str, "a string"),
+                            ("certified_by", str, "a string"), ("options", dict, "an object")):
+        value = rep.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            raise InstanceError(f"expected {what}", name, f"report.{key}")
+        if kind != str and kind != dict and value is not None and abs(value) > MAX_REPORTED:
+            raise InstanceError(f"must be at most {MAX_REPORTED:g} in magnitude", name, f"report.{key}")
     try:
         report = SolveReport.from_dict(rep)
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, ArithmeticError) as exc:
         raise InstanceError(f"malformed report ({exc})", name, "report") from None
     inst = doc["instance"]
     return Solution(doc["problem"], doc["method"], report, doc.get("decision"), inst["sha256"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -16,22 +17,33 @@ from typing import Any, Callable, Mapping
 import pyomo.environ as pyo
 
 from ..checking.core import CheckResult
-from ..errors import OptionError
+from ..errors import InstanceError, OptionError
 from ..io.instance import Instance
 from ..io.solution import Solution
 from ..solvers import SolveOptions, SolveReport, relaxation, solve
+from ..solvers.certify import certify
 
 Decision = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Option:
-    """A problem option (``--set NAME=VALUE`` on the command line)."""
+    """A problem option (``--set NAME=VALUE`` on the command line).
+
+    Every value has a declared domain: ``choices``, or for numbers ``minimum``/``maximum``
+    (inclusive) and always finite (NaN, infinities and integers beyond 2**53 are refused, so no
+    loop is ever driven by a hostile number).  ``problem=True`` marks an option that defines the
+    problem itself (what the checker accepts, or the objective) rather than how a method solves
+    it: the checker takes those from the instance and the command line, never from a solution.
+    """
 
     name: str
     default: Any
     choices: tuple[Any, ...] | None = None
     help: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    problem: bool = False
 
     def parse(self, raw: Any, source: str) -> Any:
         value = raw
@@ -41,12 +53,50 @@ class Option:
             return raw.lower() in ("true", "1", "yes")
         if isinstance(raw, str) and not isinstance(self.default, str):
             try:
-                value = type(self.default)(raw)
-            except ValueError:
+                value = type(self.default)(raw.strip())
+            except (ValueError, OverflowError):
                 raise OptionError(f"{self.name} must be a {type(self.default).__name__}, got {raw!r}", field=source) from None
+        if isinstance(self.default, str) and not isinstance(value, str):
+            raise OptionError(f"{self.name} must be a string, got {value!r}", field=source)
+        if isinstance(self.default, bool) and not isinstance(value, bool):
+            raise OptionError(f"{self.name} must be true or false, got {value!r}", field=source)
+        if isinstance(self.default, (int, float)) and not isinstance(self.default, bool):
+            value = self._number(value, source)
         if self.choices is not None and value not in self.choices:
             raise OptionError(f"{self.name} must be one of {', '.join(map(str, self.choices))}, got {raw!r}", field=source)
         return value
+
+    def _number(self, value: Any, source: str) -> Any:
+        kind = type(self.default).__name__
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise OptionError(f"{self.name} must be a {kind}, got {value!r}", field=source)
+        if isinstance(self.default, int) and isinstance(value, float):
+            if not value.is_integer():
+                raise OptionError(f"{self.name} must be an integer, got {value!r}", field=source)
+            value = int(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise OptionError(f"{self.name} must be a finite number, got {value!r}", field=source)
+        if abs(value) > MAX_SAFE_NUMBER:
+            raise OptionError(f"{self.name} is out of range (|value| <= {MAX_SAFE_NUMBER:.0e}), got {value!r}", field=source)
+        if self.minimum is not None and value < self.minimum:
+            raise OptionError(f"{self.name} must be >= {self.minimum:g}, got {value!r}", field=source)
+        if self.maximum is not None and value > self.maximum:
+            raise OptionError(f"{self.name} must be <= {self.maximum:g}, got {value!r}", field=source)
+        return float(value) if isinstance(self.default, float) else value
+
+    def describe(self) -> str:
+        """The domain as ``mlsched info`` shows it."""
+        if self.choices:
+            return "|".join(map(str, self.choices))
+        kind = type(self.default).__name__
+        lo = "" if self.minimum is None else f"{self.minimum:g} <= "
+        hi = "" if self.maximum is None else f" <= {self.maximum:g}"
+        return f"{lo}{kind}{hi}"
+
+
+#: The largest magnitude an option or a numeric field may take: exact in a float, far beyond any
+#: real cluster, and small enough that no arithmetic on it overflows.
+MAX_SAFE_NUMBER = 2**53
 
 
 @dataclass(frozen=True)
@@ -171,13 +221,51 @@ class Family:
     def parse_options(self, raw: Mapping[str, Any], source: str = "--set") -> dict[str, Any]:
         return _parse(self.options, raw, source, f"problem {self.name}")
 
+    def resolve_options(self, instance: Instance, raw: Mapping[str, Any] | None = None, source: str = "--set") -> dict[str, Any]:
+        """The problem options of a run: the instance's ``options`` (when the instance is of this
+        family), overridden by ``raw`` (the command line), then parsed with their domains."""
+        merged: dict[str, Any] = {}
+        if instance.options and instance.default_problem in (None, self.name):
+            known = {o.name: o for o in self.options}
+            for key, value in instance.options.items():
+                where = f"options.{key}"
+                if key not in known:
+                    raise InstanceError(f"unknown option for problem {self.name} (options: {', '.join(known) or 'none'})",
+                                        instance.file, where)
+                try:
+                    known[key].parse(value, where)
+                except OptionError as exc:
+                    raise InstanceError(exc.reason, instance.file, where) from None
+                merged[key] = value
+        merged.update(raw or {})
+        return self.parse_options(merged, source)
+
+    def problem_option_mismatches(self, stated: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]:
+        """Problem-defining options whose value in ``stated`` (e.g. a solution file) differs from ``options``."""
+        out = []
+        for opt in self.options:
+            if not opt.problem or opt.name not in stated:
+                continue
+            try:
+                same = opt.parse(stated[opt.name], "problem_options") == options[opt.name]
+            except (OptionError, TypeError, ValueError):
+                same = False
+            if not same:
+                out.append(f"{opt.name}={stated[opt.name]!r} (the problem has {opt.name}={options[opt.name]!r})")
+        return out
+
     def parse_generate_options(self, raw: Mapping[str, Any], source: str = "--set") -> dict[str, Any]:
         return _parse(self.generate_options, raw, source, f"the {self.name} generator")
 
     def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
         start = time.perf_counter()
+        deadline = start + solve_options.time_limit
         model = self.build_model(instance, options)
-        report = solve(model, solve_options, build_s=time.perf_counter() - start)
+        build_s = time.perf_counter() - start
+        # the solver gets what is left of the time limit, so that building counts against it too
+        left = max(deadline - time.perf_counter(), 0.01)
+        report = solve(model, dataclasses.replace(solve_options, time_limit=left), build_s=build_s)
+        report = dataclasses.replace(report, options=solve_options.to_dict())
         decision = self.decision_from_model(instance, options, model) if report.has_solution else None
         if decision is not None and self.rescore is not None and report.objective is not None:
             value = self.rescore(instance, options, decision)
@@ -185,11 +273,28 @@ class Family:
             if better:
                 note = f"the incumbent's schedule is worth {value:g}, better than its objective variables say ({report.objective:g})"
                 report = dataclasses.replace(report, objective=value, message="; ".join(filter(None, [report.message, note])))
+        if solve_options.certify and report.status in ("optimal", "infeasible"):
+            solved_s = time.perf_counter()
+            report, decision = certify(model, report, decision, solve_options, deadline,
+                                       extract=lambda m: self.decision_from_model(instance, options, m),
+                                       evaluate=lambda d: self._evaluate(instance, options, d))
+            report = dataclasses.replace(report, solve_s=report.solve_s + (time.perf_counter() - solved_s))
         if report.status == "infeasible" and self.diagnose is not None:
             reason = self.diagnose(instance, options)
             if reason:
                 report.message = "; ".join(filter(None, [report.message, reason]))
         return MethodResult(report, decision)
+
+    def _evaluate(self, instance: Instance, options: Mapping[str, Any], decision: Decision) -> tuple[float | None, str]:
+        """The checker's verdict on a decision: its objective, or why it is rejected."""
+        result = CheckResult()
+        try:
+            self.check(instance, decision, options, result)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError) as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        if not result.feasible:
+            return None, "; ".join(map(str, result.violations[:3]))
+        return result.objective, ""
 
     def lp_bound(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
         """The LP relaxation of the exact formulation: a bound on the optimum, not a decision."""

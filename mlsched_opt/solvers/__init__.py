@@ -15,10 +15,12 @@ from ..errors import OptionError
 from .pyomo_run import Backend, legacy_available, solve, solve_highs, solve_legacy
 from .report import STATUSES, SolveOptions, SolveReport, relative_gap
 
-#: Solvers wired in directly; any other name goes to Pyomo's SolverFactory.
-NATIVE = ("highs", "cpsat")
-#: Solvers `mlsched info` probes besides the native ones.
-OTHER_KNOWN = ("cbc", "glpk", "scip", "gurobi", "cplex")
+#: Solvers wired in directly (SCIP through pyscipopt, the referee of certification).
+NATIVE = ("highs", "cpsat", "scip")
+#: Other solvers reached through Pyomo's SolverFactory when installed.  Only these names are
+#: ever handed to Pyomo: any other ``--solver`` is refused before anything is probed or run.
+OTHER_KNOWN = ("cbc", "glpk", "gurobi", "cplex")
+KNOWN_SOLVERS = NATIVE + OTHER_KNOWN
 
 
 def backend_for(name: str) -> Backend:
@@ -28,6 +30,12 @@ def backend_for(name: str) -> Backend:
         from .cpsat import solve_cpsat
 
         return solve_cpsat
+    if name == "scip":
+        from .scip import solve_scip
+
+        return solve_scip
+    if name not in OTHER_KNOWN:
+        raise OptionError(f"unknown solver {name!r}; choose from {', '.join(KNOWN_SOLVERS)}", field="--solver")
     return solve_legacy
 
 
@@ -36,18 +44,30 @@ def available_solvers() -> dict[str, str | None]:
     import ortools
     from pyomo.contrib.solver.solvers.highs import Highs
 
-    out: dict[str, str | None] = {"highs": ".".join(map(str, Highs().version())), "cpsat": ortools.__version__}
+    from .scip import scip_version
+
+    out: dict[str, str | None] = {"highs": ".".join(map(str, Highs().version())), "cpsat": ortools.__version__,
+                                  "scip": scip_version()}
     for name in OTHER_KNOWN:
         out[name] = "installed" if legacy_available(name) else None
     return out
 
 
 def check_solver(name: str) -> None:
-    """Raise an :class:`OptionError` naming ``--solver`` for a solver we cannot run here."""
+    """Raise an :class:`OptionError` naming ``--solver`` for a solver we cannot run here.
+
+    Only names in :data:`KNOWN_SOLVERS` are considered at all, so a path or an unknown name is
+    refused without being probed (Pyomo's probe would run an executable of that name)."""
+    if name not in KNOWN_SOLVERS:
+        raise OptionError(f"unknown solver {name!r}; choose from {', '.join(KNOWN_SOLVERS)}", field="--solver")
+    if name == "scip":
+        from .scip import scip_available
+
+        if not scip_available():
+            raise OptionError("solver 'scip' needs pyscipopt (pip install pyscipopt)", field="--solver")
+        return
     if name in NATIVE:
         return
-    if name not in OTHER_KNOWN and not legacy_available(name):
-        raise OptionError(f"unknown or unavailable solver {name!r}; available: {', '.join(s for s, v in available_solvers().items() if v)}", field="--solver")
     if not legacy_available(name):
         raise OptionError(f"solver {name!r} is not installed on this machine", field="--solver")
 

@@ -9,7 +9,9 @@ from typing import Any, Mapping
 from ..errors import OptionError
 
 #: Outcomes of a solve.  ``failed`` is a heuristic that found no feasible decision, which proves nothing.
-STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time-limit-no-solution", "failed", "error")
+#: ``disputed`` is an exact answer whose proof an independent solver refuted without the dispute
+#: being resolved: the decision is the best checked one, and nothing is claimed about the optimum.
+STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time-limit-no-solution", "failed", "error", "disputed")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,12 @@ class SolveOptions:
         Solver threads.  1 by default, which makes runs repeatable for a given seed.
     seed
         Random seed for the solver and for randomized algorithms.
+    certify
+        Confirm an exact method's "optimal" or "infeasible" by an independent route (a second
+        solver; presolve-off re-solves when they disagree) before printing it.
+    presolve
+        Let the solver presolve (off only to re-solve a disputed model: presolve is where the
+        solver defects we have met live).
     """
 
     solver: str = "highs"
@@ -37,6 +45,8 @@ class SolveOptions:
     gap: float = 1e-6
     threads: int = 1
     seed: int = 0
+    certify: bool = True
+    presolve: bool = True
 
     def __post_init__(self) -> None:
         if not (self.time_limit > 0 and math.isfinite(self.time_limit)):
@@ -87,6 +97,8 @@ class SolveReport:
     solve_s: float = 0.0
     message: str = ""
     gap: float | None = None
+    #: the independent solver run(s) that confirmed an exact answer (see :mod:`.certify`); empty if none
+    certified_by: str = ""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -101,7 +113,7 @@ class SolveReport:
 
     @property
     def has_solution(self) -> bool:
-        return self.status in ("optimal", "feasible")
+        return self.status in ("optimal", "feasible", "disputed")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +129,7 @@ class SolveReport:
             "solver_version": self.solver_version,
             "options": dict(self.options),
             "message": self.message,
+            "certified_by": self.certified_by,
         }
 
     @classmethod
@@ -125,7 +138,7 @@ class SolveReport:
             status=data["status"], objective=data.get("objective"), bound=data.get("bound"),
             sense=data["sense"], solver=data.get("solver", ""), solver_version=data.get("solver_version", ""),
             options=data.get("options", {}), build_s=data.get("build_s", 0.0), solve_s=data.get("solve_s", 0.0),
-            message=data.get("message", ""),
+            message=data.get("message", ""), certified_by=data.get("certified_by", ""),
         )
 
 

@@ -10,7 +10,12 @@ new jobs' tasks are placed one at a time (gang: all or none), never migrated; co
 slow each other down and a synchronous job runs at its slowest worker's pace.  Minimize the
 average JCT (intervals).
 
-Methods: ``exact`` (exhaustive search over static batches), ``surrogate`` (the linearized MILP of
+Problem options: ``world`` (the interference world) and ``starts``: ``any`` (default; a job may
+start in any interval from its arrival on, so waiting for a bad neighbour to finish is allowed)
+or ``simultaneous`` (every job starts in its arrival interval, spec 6a's static reference).  The
+exact search, every method and the checker enforce both.
+
+Methods: ``exact`` (exhaustive search over static batches, placements and start intervals), ``surrogate`` (the linearized MILP of
 6c, HiGHS or CP-SAT, scored in the true world), ``myopic`` (6b's online reference), ``drl``
 (Harmony's policy; needs the ``rl`` extra) and the heuristics ``load-balance``, ``tetris``,
 ``least-interference``, ``packing``, ``standalone``, ``random``.
@@ -26,7 +31,11 @@ from .methods import (DRL_GUARANTEE, EXACT_GUARANTEE, MYOPIC_GUARANTEE, SURROGAT
                       run_myopic, run_surrogate)
 from .surrogate import build_model, decision_from_model
 from .train import TRAIN_OPTIONS
+from .view import MAX_INTERVALS
 from .world import WORLDS
+
+#: values of the ``starts`` problem option
+STARTS = ("any", "simultaneous")
 
 
 def _train(spec):
@@ -48,7 +57,7 @@ FAMILY = Family(
     train=_train,
     train_options=TRAIN_OPTIONS,
     algorithms=(
-        Method("exact", "oracle", run_exact, "exhaustive search of a static batch in the true world (pruning + server symmetry)",
+        Method("exact", "oracle", run_exact, "exhaustive search of a static batch in the true world: placements and start intervals (server symmetry, proven delay bound)",
                guarantee=EXACT_GUARANTEE),
         Method("surrogate", "oracle", run_surrogate, "linearized pairwise-interference MILP (spec 6c, --solver cpsat|highs), scored in the true world",
                guarantee=SURROGATE_GUARANTEE),
@@ -64,8 +73,15 @@ FAMILY = Family(
         Method("random", "baseline", heuristic("random"), "a random feasible server (seeded)"),
     ),
     options=(
-        Option("world", "default", WORLDS, "interference world: the spec's default, its 'hard' variant, or fitted to Gavel's pairs"),
-        Option("model", "", None, "drl: the trained policy file (default: models/harmony-drl.pt)"),
-        Option("group", 3, None, "myopic: queued jobs placed jointly per search"),
+        Option("world", "default", WORLDS, "interference world: the spec's default, its 'hard' variant, or fitted to Gavel's pairs",
+               problem=True),
+        Option("starts", "any", STARTS,
+               "when a job may start: any interval from its arrival on (a job may wait, gang semantics) or only its arrival "
+               "interval (simultaneous: spec 6a's static reference)", problem=True),
+        Option("model", "", None, "drl: the trained policy file (default: models/harmony-drl.pt; tensors only, never code)"),
+        Option("group", 3, None, "myopic: queued jobs placed jointly per search", minimum=1, maximum=4),
+        Option("max_intervals", MAX_INTERVALS, None,
+               "refuse before simulating when the jobs' standalone runs add up to more scheduling intervals than this",
+               minimum=1, maximum=100_000_000),
     ),
 )

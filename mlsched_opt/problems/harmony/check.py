@@ -8,8 +8,14 @@ A decision is ``{"placement": {id: {"workers": {server: n}, "ps": {server: n}}},
 one placement per job (a job is never migrated: the format has no second placement), which
 must hold exactly W workers and P PSs (gang), start no earlier than the job's arrival and keep
 every server within capacity at every start (capacity frees when a job finishes; a job
-finishing exactly at an interval boundary frees its servers for that interval).  The objective
-is the average JCT in intervals, ``finish / slot_s - arrival``.
+finishing exactly at an interval boundary frees its servers for that interval).  Under the
+problem option ``starts=simultaneous`` every job must start in its arrival interval (rule
+``simultaneous``).  The objective is the average JCT in intervals, ``finish / slot_s - arrival``.
+
+Any JSON value is answered by a named rule, never an exception: ``decision`` (not an object),
+``type`` (a placement, entry or count map of the wrong type), ``missing``, ``domain`` (a start
+or count that is not a non-negative integer, or a start past :data:`MAX_START`), ``gang`` (wrong
+task counts, including absurdly large ones), ``arrival``, ``simultaneous``, ``capacity``.
 """
 
 from __future__ import annotations
@@ -24,14 +30,20 @@ from ...io.instance import Instance
 from .view import HarmonyView, view_of
 
 _DONE = 1e-9
+#: latest start interval the checker replays (far past any schedule a method makes; keeps times exact in floats)
+MAX_START = 10**9
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
-    view = view_of(instance, options)
-    placement = decision.get("placement") or {}
-    starts = decision.get("start") or {}
-    unknown_jobs(result, instance, placement, "placement")
-    unknown_jobs(result, instance, starts, "start")
+    view = view_of(instance, options, require_fit=False)
+    simultaneous = options.get("starts", "any") == "simultaneous"
+    if not isinstance(decision, Mapping):
+        result.add("decision", "decision", f"must be an object with placement and start, got {type(decision).__name__}")
+        return
+    placement = _mapping(result, decision.get("placement"), "placement")
+    starts = _mapping(result, decision.get("start"), "start")
+    unknown_jobs(result, instance, [k for k in placement if isinstance(k, str)], "placement")
+    unknown_jobs(result, instance, [k for k in starts if isinstance(k, str)], "start")
     index = {name: m for m, name in enumerate(view.servers)}
     w = np.zeros((view.J, view.M), int)
     p = np.zeros((view.J, view.M), int)
@@ -42,24 +54,56 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         if entry is None:
             result.add("missing", where, "every job must be placed")
             continue
-        k = starts.get(job.id)
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            result.add("domain", f"start.{job.id}", f"must be a non-negative integer interval, got {k!r}")
+        if not isinstance(entry, Mapping):
+            result.add("type", where, f"must be an object {{workers, ps}}, got {type(entry).__name__}")
             continue
-        if k < view.arrival[i]:
+        k = starts.get(job.id)
+        if k is None:
+            result.add("missing", f"start.{job.id}", "every placed job needs a start interval")
+            continue
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            result.add("domain", f"start.{job.id}", f"must be a non-negative integer interval, got {_show(k)}")
+            continue
+        if k > MAX_START:
+            result.add("domain", f"start.{job.id}", f"starts in interval {_show(k)}, past the latest the checker replays ({MAX_START})")
+            continue
+        if simultaneous and k != view.arrival[i]:
+            result.add("simultaneous", f"start.{job.id}",
+                       f"starts=simultaneous: must start in its arrival interval {int(view.arrival[i])}, got {k}")
+        elif k < view.arrival[i]:
             result.add("arrival", f"start.{job.id}", f"starts in interval {k} before it arrives ({view.arrival[i]})")
         start[i] = k
-        for task, key, arr in (("worker", "workers", w), ("ps", "ps", p)):
-            for name, n in read_counts(result, instance, job, task, entry.get(key), f"{where}.{key}").items():
-                arr[i, index[name]] = n
-        for what, got, want in (("workers", w[i].sum(), view.jobs.W[i]), ("ps", p[i].sum(), view.jobs.P[i])):
+        for task, key, arr, want in (("worker", "workers", w, int(view.jobs.W[i])), ("ps", "ps", p, int(view.jobs.P[i]))):
+            raw = entry.get(key)
+            if raw is not None and not isinstance(raw, Mapping):
+                result.add("type", f"{where}.{key}", f"must be an object {{server: count}}, got {type(raw).__name__}")
+                continue
+            got = 0
+            for name, n in read_counts(result, instance, job, task, raw, f"{where}.{key}").items():
+                got += n   # Python ints: a count of 2**70 is just a wrong count
+                if got <= want:
+                    arr[i, index[name]] = n
             if got != want:
-                result.add("gang", f"{where}.{what}", f"places {got} {what}, the job has exactly {int(want)}")
+                result.add("gang", f"{where}.{key}", f"places {_show(got)} {key}, the job has exactly {want}")
     if not result.feasible:
         return
     finish = _replay(view, w, p, start, result)
     if finish is not None:
         result.objective = float(np.mean(finish / view.slot_s - view.arrival))
+
+
+def _mapping(result: CheckResult, value: Any, where: str) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        result.add("type", where, f"must be an object keyed by job id, got {type(value).__name__}")
+        return {}
+    return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _replay(view: HarmonyView, w: np.ndarray, p: np.ndarray, start: np.ndarray, result: CheckResult) -> np.ndarray | None:
@@ -77,7 +121,8 @@ def _replay(view: HarmonyView, w: np.ndarray, p: np.ndarray, start: np.ndarray, 
 
 def _run_until(view, w, p, running, remaining, finish, t, end) -> float:
     while running and t < end:
-        v = {j: _speed(view, j, w, p, running) for j in running}
+        load = _pressures(view, w, p, running)
+        v = {j: _speed(view, j, w, p, running, load) for j in running}
         dt = min(remaining[j] / v[j] for j in running)
         if dt >= end - t:
             dt, t_next = end - t, end
@@ -100,21 +145,37 @@ def _capacity(view: HarmonyView, w, p, running, k: int, result: CheckResult) -> 
                 result.add("capacity", f"interval {k}, {view.servers[m]}, {name}", f"uses {use:g} > capacity {view.capacity[m, r]:g}")
 
 
-def _speed(view: HarmonyView, j: int, w, p, running) -> float:
+def _pressures(view: HarmonyView, w, p, running) -> list[list[float]]:
+    """Total intensity per server and contention dimension of the running tasks (computed once per
+    event, so a replay costs O(J^2 M), not O(J^3 M))."""
+    world = view.world
+    load = [[0.0] * 4 for _ in range(view.M)]
+    for k in running:
+        kind = view.jobs.kind[k]
+        for m in range(view.M):
+            if w[k, m] or p[k, m]:
+                for r in range(4):
+                    load[m][r] += w[k, m] * world.u_worker[kind, r] + p[k, m] * world.u_ps[kind, r]
+    return load
+
+
+def _speed(view: HarmonyView, j: int, w, p, running, load: list[list[float]] | None = None) -> float:
     """Samples/s of job ``j`` (spec section 3), one worker host at a time."""
     world = view.world
     kind, W, P, is_ps = int(view.jobs.kind[j]), int(view.jobs.W[j]), int(view.jobs.P[j]), bool(view.jobs.is_ps[j])
     s = world.s[kind]
+    if load is None:
+        load = _pressures(view, w, p, running)
 
     def g(x: float) -> float:
         return x + world.kappa * max(0.0, x - 1.0) ** 2
 
     def pressure(m: int, r: int) -> float:
-        return sum(w[k, m] * world.u_worker[view.jobs.kind[k], r] + p[k, m] * world.u_ps[view.jobs.kind[k], r] for k in running)
+        return load[m][r]
 
     def other_net(m: int) -> float:
-        return sum(w[k, m] * world.u_worker[view.jobs.kind[k], 3] + p[k, m] * world.u_ps[view.jobs.kind[k], 3]
-                   for k in running if k != j)
+        own = w[j, m] * world.u_worker[kind, 3] + p[j, m] * world.u_ps[kind, 3]
+        return load[m][3] - own
 
     hosts = [m for m in range(view.M) if w[j, m] > 0]
     worst = 0.0

@@ -30,14 +30,14 @@ PS = {"cpu": 2, "memory_gb": 4}
 
 OPTIONS = (
     Option("world", "default", ("default", "gavel"), "job types: the spec's six (default/hard worlds) or Gavel's measured ones"),
-    Option("load", 0.8, None, "expected GPU load the arrival rate is set for (spec: 0.6-0.9)"),
-    Option("allreduce_share", 0.4, None, "share of all-reduce jobs (spec: 0.3-0.5)"),
+    Option("load", 0.8, None, "expected GPU load the arrival rate is set for (spec: 0.6-0.9)", minimum=0.01, maximum=2.0),
+    Option("allreduce_share", 0.4, None, "share of all-reduce jobs (spec: 0.3-0.5)", minimum=0.0, maximum=1.0),
     Option("static", False, None, "every job arrives in interval 0 and all fit at once (exact search)"),
-    Option("min_intervals", 5.0, None, "shortest standalone duration, intervals"),
-    Option("max_intervals", 60.0, None, "longest standalone duration, intervals"),
-    Option("max_new", 4, None, "N': at most this many arrivals per interval"),
-    Option("slot_s", 300.0, None, "scheduling interval, seconds"),
-    Option("max_workers", 4, None, "largest W"),
+    Option("min_intervals", 5.0, None, "shortest standalone duration, intervals", minimum=0.01, maximum=10_000.0),
+    Option("max_intervals", 60.0, None, "longest standalone duration, intervals", minimum=0.01, maximum=10_000.0),
+    Option("max_new", 4, None, "N': at most this many arrivals per interval", minimum=1, maximum=1000),
+    Option("slot_s", 300.0, None, "scheduling interval, seconds", minimum=1.0, maximum=86_400.0),
+    Option("max_workers", 4, None, "largest W", minimum=1, maximum=64),
 )
 
 

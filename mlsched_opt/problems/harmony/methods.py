@@ -12,14 +12,16 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions, SolveReport, solve
 from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
-from .exact import Myopic, exhaustive, static_jct
-from .simulate import Chooser, Outcome, placement_decision, simulate
+from .exact import Myopic, exhaustive, exhaustive_any, job_options, static_jct
+from .simulate import Chooser, Outcome, TimeLimitReached, placement_decision, simulate
 from .surrogate import build_model, decision_from_model
-from .view import HarmonyView, view_of
+from .view import MAX_INTERVALS, HarmonyView, check_horizon, view_of
 
-EXACT_GUARANTEE = "exact: the minimum average JCT over placements that start every job at interval 0 (static batch), by exhaustion"
-SURROGATE_GUARANTEE = ("optimal for the linearized surrogate (spec 6c) when the solver proves it; none for the true JCT, "
-                       "whose gap the report gives when --method exact can run")
+EXACT_GUARANTEE = ("exact: the minimum average JCT of a static batch by exhaustion, over every placement and every start "
+                   "interval the checker accepts (starts=any: start vectors with a job at 0 and total delay within the proven "
+                   "bound J*U - sum of shortest runs), or over placements starting every job at 0 (starts=simultaneous)")
+SURROGATE_GUARANTEE = ("optimal for the linearized surrogate (spec 6c, every job starting at interval 0) when the solver "
+                       "proves it; none for the true JCT, whose gap the report gives when --method exact can run")
 MYOPIC_GUARANTEE = "none: each interval's placement maximizes the sum of normalized speeds now (spec 6b(1)), not the JCT"
 DRL_GUARANTEE = "none: a learned policy (spec 2); its gap to exact is measured by benchmarks/harmony_drl.py"
 
@@ -34,13 +36,39 @@ def _outcome_result(view: HarmonyView, outcome: Outcome, name: str, options: Map
     return MethodResult(report, outcome.decision(view))
 
 
+def simulating_view(instance: Instance, options: Mapping[str, Any]) -> HarmonyView:
+    """The view for a method that simulates the trace, refused before simulating when the
+    simulation would be too long (:func:`~.view.check_horizon`)."""
+    view = view_of(instance, options)
+    check_horizon(instance, view, int(options.get("max_intervals", MAX_INTERVALS)))
+    return view
+
+
+def run_outcome(view: HarmonyView, chooser: Chooser, name: str, options: Mapping[str, Any], solve_options: SolveOptions,
+                note: str = "") -> MethodResult:
+    """Simulate under ``chooser`` within the time limit and report; under ``starts=simultaneous``
+    a run that had to delay a job has no decision the checker accepts: status ``failed``."""
+    start = time.perf_counter()
+    try:
+        outcome = simulate(view, chooser, time_limit=solve_options.time_limit)
+    except TimeLimitReached as stop:
+        report = SolveReport("time-limit-no-solution", None, None, "min", name, "mlsched-opt", dict(options),
+                             solve_s=time.perf_counter() - start, message=f"{stop}; no complete placement")
+        return MethodResult(report, None)
+    elapsed = time.perf_counter() - start
+    if options.get("starts", "any") == "simultaneous":
+        late = [view.ids[j] for j in range(view.J) if outcome.start[j] != view.arrival[j]]
+        if late:
+            msg = (f"starts=simultaneous: job {late[0]} (and {len(late) - 1} more) could not start in its arrival interval"
+                   if len(late) > 1 else f"starts=simultaneous: job {late[0]} could not start in its arrival interval")
+            return MethodResult(heuristic_report("min", None, elapsed, name, options, "; ".join(filter(None, [note, msg]))), None)
+    return _outcome_result(view, outcome, name, options, elapsed, note)
+
+
 def run_chooser(make: Callable[[HarmonyView, Mapping[str, Any], SolveOptions], Chooser], name: str):
     def run(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
-        view = view_of(instance, options)
-        start = time.perf_counter()
-        chooser = make(view, options, solve_options)
-        outcome = simulate(view, chooser)
-        return _outcome_result(view, outcome, name, options, time.perf_counter() - start)
+        view = simulating_view(instance, options)
+        return run_outcome(view, make(view, options, solve_options), name, options, solve_options)
     return run
 
 
@@ -52,18 +80,54 @@ run_myopic = run_chooser(lambda view, options, so: Myopic(view, group=int(option
 
 
 def run_exact(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
-    view = view_of(instance, options)
+    view = view_of(instance, options, require_fit=False)
+    reason = misfit_reason(view)
+    if reason:   # no schedule at all, whatever the start rule: an answer, not an error
+        return MethodResult(SolveReport("infeasible", None, None, "min", "enumeration", "mlsched-opt", dict(options),
+                                        message=reason), None)
+    if options.get("starts", "any") == "any":
+        return _run_exact_any(view, options, solve_options)
     res = exhaustive(view, solve_options.time_limit)
     stats = f"{res.product} joint placements, {res.canonical} after pruning and server symmetry"
     if res.avg_jct is None:
         status = "infeasible" if res.complete else "time-limit-no-solution"
-        msg = "no placement starts every job at once" if res.complete else "time limit during enumeration"
+        msg = ("starts=simultaneous: no placement starts every job at once (the jobs' tasks exceed the cluster together)"
+               if res.complete else "time limit during enumeration")
         return MethodResult(SolveReport(status, None, None, "min", "enumeration", "mlsched-opt", dict(options),
                                         solve_s=res.elapsed_s, message=f"{msg}; {stats}"), None)
     decision = _static_decision(view, res.w, res.p)
     status = "optimal" if res.complete else "feasible"
     report = SolveReport(status, res.avg_jct, res.avg_jct if res.complete else None, "min", "enumeration", "mlsched-opt",
                          dict(options), solve_s=res.elapsed_s, message=stats + ("" if res.complete else "; time limit: not every placement evaluated"))
+    return MethodResult(report, decision)
+
+
+def misfit_reason(view: HarmonyView) -> str | None:
+    """Why some job fits no placement on the empty cluster (exact enumeration of its count vectors), or ``None``."""
+    for i in range(view.J):
+        ow, _ = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, view.capacity, view.worker_demand[i], view.ps_demand[i])
+        if len(ow) == 0:
+            return (f"job {view.ids[i]}: {int(view.jobs.W[i])} workers and {int(view.jobs.P[i])} PSs fit no placement "
+                    "on the empty cluster")
+    return None
+
+
+def _run_exact_any(view: HarmonyView, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    res = exhaustive_any(view, solve_options.time_limit)
+    stats = (f"{res.placements} placements after server symmetry x {res.start_vectors} start vectors "
+             f"(total delay bound {res.horizon} intervals)")
+    if res.infeasible:
+        return MethodResult(SolveReport("infeasible", None, None, "min", "enumeration", "mlsched-opt", dict(options),
+                                        solve_s=res.elapsed_s, message=res.infeasible), None)
+    if res.avg_jct is None:
+        return MethodResult(SolveReport("time-limit-no-solution", None, None, "min", "enumeration", "mlsched-opt", dict(options),
+                                        solve_s=res.elapsed_s, message=f"time limit during enumeration; {stats}"), None)
+    decision = placement_decision(view, res.start, res.w, res.p)
+    status = "optimal" if res.complete else "feasible"
+    report = SolveReport(status, res.avg_jct, res.bound, "min", "enumeration", "mlsched-opt",
+                         dict(options), solve_s=res.elapsed_s,
+                         message=stats + ("" if res.complete else "; time limit: not every start vector evaluated, "
+                                          "the bound is proven (delays x shortest runs)"))
     return MethodResult(report, decision)
 
 
@@ -78,6 +142,10 @@ def run_surrogate(instance: Instance, options: Mapping[str, Any], solve_options:
     start = time.perf_counter()
     model = build_model(instance, options)
     report = solve(model, solve_options, build_s=time.perf_counter() - start)
+    if report.status == "infeasible" and options.get("starts", "any") == "any":
+        # the surrogate starts every job at interval 0; under starts=any the jobs may still run one after another
+        note = "the surrogate starts every job at interval 0 and these jobs do not fit together (starts=any allows waiting)"
+        return MethodResult(heuristic_report("min", None, report.wall_s, f"surrogate+{report.solver}", options, note), None)
     if not report.has_solution:
         return MethodResult(report, None)
     decision = decision_from_model(instance, options, model)
@@ -106,8 +174,6 @@ def counts_from_decision(view: HarmonyView, decision: Mapping[str, Any]) -> tupl
 def run_drl(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     from .policy import load_policy
 
-    view = view_of(instance, options)
-    start = time.perf_counter()
+    view = simulating_view(instance, options)
     policy = load_policy(options.get("model") or None, view)
-    outcome = simulate(view, policy.chooser(view, greedy=True))
-    return _outcome_result(view, outcome, "drl", options, time.perf_counter() - start, f"model {policy.path}")
+    return run_outcome(view, policy.chooser(view, greedy=True), "drl", options, solve_options, f"model {policy.path}")

@@ -175,29 +175,102 @@ class LoadedPolicy:
 
 
 def save_policy(path: str | Path, net: Any, types: tuple[str, ...], meta: dict) -> None:
+    """Write the policy atomically: a temporary file in the target folder, then ``os.replace``, so
+    an interrupted save never leaves a truncated policy where a good one was.  The file holds only
+    tensors, strings, numbers, lists and dicts, so :func:`load_policy` reads it with
+    ``torch.load(weights_only=True)``."""
+    import json
+    import os
+    import tempfile
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": "mlsched-harmony-policy/1", "types": list(types), "state_dict": net.state_dict(), "meta": meta}, path)
+    # JSON round trip: the metadata must be plain data (no numpy scalars, no objects) to load safely
+    doc = {"format": FORMAT, "types": list(types), "state_dict": net.state_dict(), "meta": json.loads(json.dumps(meta, default=_plain))}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            torch.save(doc, fh)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared policy from its readers
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"policy metadata must be plain data, got {type(value).__name__}")
+
+
+def check_output(output: str | Path) -> Path:
+    """Refuse an output target before hours of training are spent: its folder must exist and be
+    writable, it must not be a folder, and an existing file there must be a harmony policy (a
+    catalog entry, an instance or anything else is never overwritten)."""
+    import os
+
+    path = Path(output)
+    where = str(path)
+    if path.is_dir():
+        raise UserError("is a folder; give a file name for the policy", file=where, field="--output")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"folder {str(parent)!r} does not exist", file=where, field="--output")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"folder {str(parent)!r} is not writable", file=where, field="--output")
+    if path.exists():
+        if not path.is_file():
+            raise UserError("exists and is not a regular file", file=where, field="--output")
+        try:
+            _read_policy_document(path)
+        except UserError:
+            raise UserError("exists and is not a harmony policy file; refusing to overwrite it", file=where,
+                            field="--output") from None
+    return path
+
+
+FORMAT = "mlsched-harmony-policy/1"
+
+
+def _read_policy_document(p: Path) -> dict:
+    """The policy document, read with ``weights_only=True``: unpickling may build tensors and plain
+    containers only, so a crafted file cannot run code (a policy is a file people download)."""
+    try:
+        doc = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a corrupt, foreign or code-carrying file is the user's, not a bug
+        raise UserError(f"not a safe policy file: only tensors and plain data are loaded ({type(exc).__name__})",
+                        file=str(p), field="--model") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UserError("not an mlsched harmony policy file", file=str(p), field="--model")
+    types, state = doc.get("types"), doc.get("state_dict")
+    if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
+        raise UserError("the policy's types are not a list of names", file=str(p), field="--model")
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise UserError("the policy's weights are not a mapping of tensors", file=str(p), field="--model")
+    if not isinstance(doc.get("meta", {}), dict):
+        raise UserError("the policy's metadata is not a mapping", file=str(p), field="--model")
+    return doc
 
 
 def load_policy(path: str | Path | None, view: HarmonyView) -> LoadedPolicy:
-    """Load a trained policy and check it was trained on ``view``'s job types."""
+    """Load a trained policy (tensors and plain data only) and check it was trained on ``view``'s job types."""
     require_torch()
     p = Path(path) if path else DEFAULT_MODEL
     if not p.is_file():
         hint = "" if path else " (train one: mlsched train --problem harmony -o models/harmony-drl.pt)"
         raise UserError(f"no trained policy here{hint}", file=str(p), field="--model")
-    try:
-        doc = torch.load(p, map_location="cpu", weights_only=False)
-    except Exception as exc:  # a corrupt or foreign file is the user's, not a bug
-        raise UserError(f"not a policy file ({type(exc).__name__})", file=str(p), field="--model") from None
-    if not isinstance(doc, dict) or doc.get("format") != "mlsched-harmony-policy/1":
-        raise UserError("not an mlsched harmony policy file", file=str(p), field="--model")
+    doc = _read_policy_document(p)
     types = tuple(doc["types"])
     if types != view.world.types:
         raise UserError(f"the policy was trained on types {', '.join(types)}; this world has {', '.join(view.world.types)} "
                         "(train one with the same --set world)", file=str(p), field="--model")
     net = PolicyNet(len(types))
-    net.load_state_dict(doc["state_dict"])
+    try:
+        net.load_state_dict(doc["state_dict"])
+    except RuntimeError as exc:  # missing keys or wrong shapes: not this network
+        raise UserError(f"the policy's weights do not fit the network ({str(exc).splitlines()[0]})", file=str(p),
+                        field="--model") from None
     net.eval()
     return LoadedPolicy(net, types, str(p), doc.get("meta", {}))

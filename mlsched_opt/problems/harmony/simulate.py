@@ -13,6 +13,7 @@ fraction of their total work trained in the interval (spec 1.5).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -26,6 +27,15 @@ ROLES = ("ps", "worker")
 DONE_TOL = 1e-9
 
 SpeedFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+class TimeLimitReached(Exception):
+    """The simulation passed its deadline before every job finished (no complete decision)."""
+
+    def __init__(self, interval: int, finished: int):
+        super().__init__(f"time limit in interval {interval} with {finished} jobs finished")
+        self.interval = interval
+        self.finished = finished
 
 
 class Chooser(Protocol):
@@ -147,12 +157,15 @@ def _rollback(env: Env, j: int) -> None:
 
 
 def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = None,
-             on_interval: Callable[[Env, float], None] | None = None) -> Outcome:
+             on_interval: Callable[[Env, float], None] | None = None, time_limit: float | None = None) -> Outcome:
     """Run the whole trace under ``chooser``; speeds from ``speed_fn`` (default: the true world).
 
     ``on_interval(env, reward)`` is called after each interval in which something ran (training
-    hooks use it); intervals with nothing to do are skipped (spec pitfall P9).
+    hooks use it); intervals with nothing to do are skipped (spec pitfall P9).  With
+    ``time_limit`` (seconds of wall clock) the run raises :class:`TimeLimitReached` once past it:
+    the loop advances one interval at a time, so huge work must never run unbounded.
     """
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     speed_fn = speed_fn or true_speeds(view)
     env = Env.empty(view)
     order = np.lexsort((np.arange(view.J), view.arrival))
@@ -162,6 +175,8 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
     fallbacks = decisions = 0
     k = 0
     while pending or queue or env.running.any():
+        if deadline is not None and time.perf_counter() > deadline:
+            raise TimeLimitReached(k, int(env.done.sum()))
         if not env.running.any() and not queue:
             k = max(k, int(view.arrival[pending[0]]))
         while pending and view.arrival[pending[0]] <= k:

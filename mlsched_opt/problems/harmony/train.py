@@ -42,21 +42,21 @@ from .simulate import simulate, true_speeds
 from .view import HarmonyView, view_of
 
 TRAIN_OPTIONS = (
-    Option("world", "default", ("default", "hard", "gavel"), "interference world the traces run in"),
-    Option("servers", 6, None, "M: servers per training trace"),
-    Option("jobs_min", 30, None, "fewest jobs per training trace"),
-    Option("jobs_max", 60, None, "most jobs per training trace"),
-    Option("load", 0.8, None, "generator load of the traces"),
+    Option("world", "default", ("default", "hard", "gavel"), "interference world the traces run in", problem=True),
+    Option("servers", 6, None, "M: servers per training trace", minimum=1, maximum=64),
+    Option("jobs_min", 30, None, "fewest jobs per training trace", minimum=1, maximum=1000),
+    Option("jobs_max", 60, None, "most jobs per training trace", minimum=1, maximum=1000),
+    Option("load", 0.8, None, "generator load of the traces", minimum=0.01, maximum=2.0),
     Option("static", False, None, "train on static batches (every job at interval 0; spec 6a's training distribution)"),
     Option("reward", "model", ("model", "true"), "rewards from the learned reward model (faithful) or the true world (control)"),
-    Option("gamma", 0.9, None, "discount over intervals"),
-    Option("lr", 1e-4, None, "Adam learning rate (actor and critic; DL2: 1e-4)"),
-    Option("warmup", 20, None, "supervised warm-up passes over the best heuristic's decisions (0: none)"),
-    Option("omega", 0.3, None, "initial job-aware exploration probability (0: entropy only)"),
-    Option("updates", 4, None, "gradient steps per episode"),
-    Option("eval_every", 20, None, "episodes between validation runs"),
-    Option("validation", 4, None, "validation traces"),
-    Option("reward_traces", 8, None, "training traces the reward model's samples come from"),
+    Option("gamma", 0.9, None, "discount over intervals", minimum=0.0, maximum=1.0),
+    Option("lr", 1e-4, None, "Adam learning rate (actor and critic; DL2: 1e-4)", minimum=1e-8, maximum=1.0),
+    Option("warmup", 20, None, "supervised warm-up passes over the best heuristic's decisions (0: none)", minimum=0, maximum=1000),
+    Option("omega", 0.3, None, "initial job-aware exploration probability (0: entropy only)", minimum=0.0, maximum=1.0),
+    Option("updates", 4, None, "gradient steps per episode", minimum=1, maximum=1000),
+    Option("eval_every", 20, None, "episodes between validation runs", minimum=1, maximum=100_000),
+    Option("validation", 4, None, "validation traces", minimum=1, maximum=100),
+    Option("reward_traces", 8, None, "training traces the reward model's samples come from", minimum=1, maximum=1000),
 )
 
 SEED_BASE = {"train": 1_000_000, "validation": 2_000_000, "test": 3_000_000}
@@ -83,12 +83,13 @@ class TrainResult:
 
 
 def train_command(spec: TrainSpec) -> str:
-    from .policy import require_torch, save_policy
+    from .policy import check_output, require_torch, save_policy
 
     require_torch(field="--problem")
     if spec.episodes < 1:
         raise OptionError(f"episodes must be >= 1, got {spec.episodes}", field="--episodes")
     opts = _parse(TRAIN_OPTIONS, spec.options, "--set", "harmony training")
+    check_output(spec.output)  # before the minutes of training, not after
     result = train(spec.episodes, spec.seed, opts, spec.progress)
     save_policy(spec.output, result.net, tuple(result.meta["types"]), result.meta)
     return spec.output

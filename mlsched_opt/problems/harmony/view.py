@@ -79,8 +79,13 @@ class HarmonyView:
         return self.worker_demand if role == "worker" else self.ps_demand
 
 
-def view_of(instance: Instance, options: Mapping) -> HarmonyView:
-    """Validate ``instance`` for the harmony family and build its arrays (errors name the field)."""
+def view_of(instance: Instance, options: Mapping, require_fit: bool = True) -> HarmonyView:
+    """Validate ``instance`` for the harmony family and build its arrays (errors name the field).
+
+    With ``require_fit`` (the simulating methods) a job that fits no empty cluster is an
+    :class:`InstanceError`; the exact search (which answers ``infeasible``) and the checker (which
+    reports violations) pass ``False``.
+    """
     world = make_world(options.get("world", "default"), instance.catalog)
     file = instance.file
     resources = tuple(instance.resource_names())
@@ -118,10 +123,32 @@ def view_of(instance: Instance, options: Mapping) -> HarmonyView:
         samples=np.array(samples), arrival=np.array([j.arrival_slot for j in instance.jobs]), slot_s=instance.slot_s,
     )
     for i, job in enumerate(instance.jobs):
-        reason = gang_misfit(view, i)
+        reason = gang_misfit(view, i) if require_fit else None
         if reason:
             raise InstanceError(f"the job can never start: {reason}", file, f"{job.path}.workers")
     return view
+
+
+#: default of the ``max_intervals`` option: simulated intervals a run may need before it is refused
+MAX_INTERVALS = 1_000_000
+
+
+def check_horizon(instance: Instance, view: HarmonyView, limit: int) -> None:
+    """Refuse an instance whose simulation would advance more than ``limit`` intervals, before
+    simulating (the simulator steps interval by interval, so a huge finite work would run
+    unbounded).  The estimate is the last arrival plus the jobs' shortest possible runs (each alone
+    at its best placement; interference only lengthens a run) added up, as if they ran one after
+    another: a documented, conservative estimate (jobs that overlap take fewer intervals); ``--set
+    max_intervals=N`` raises the limit, and every simulation also stops at the time limit."""
+    from .exact import min_intervals
+
+    d = min_intervals(view)
+    total = float(view.arrival.max(initial=0)) + float(d.sum())
+    if total > limit:
+        i = int(np.argmax(d))
+        raise InstanceError(f"the jobs' standalone runs add up to {total:.3g} scheduling intervals (this job alone: {d[i]:.3g}), "
+                            f"over the limit max_intervals={limit} (raise it with --set max_intervals=N)",
+                            instance.file, f"{instance.jobs[i].path}.work.epochs")
 
 
 def gang_misfit(view: HarmonyView, i: int) -> str | None:

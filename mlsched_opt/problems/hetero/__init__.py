@@ -21,7 +21,7 @@ from .formulation import build_model, decision_from_model, diagnose, lp_relaxati
 from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
 from .market import ENGINES
-from .methods import (EXACT_GUARANTEE, MARKET_GUARANTEE, SAMPLING_GUARANTEE, run_brute, run_bundles, run_equal_share,
+from .methods import (EXACT_GUARANTEE, MAX_BUDGET, MAX_ROUNDS, MAX_SAMPLES, MAX_STARTS, MARKET_GUARANTEE, SAMPLING_GUARANTEE, run_brute, run_bundles, run_equal_share,
                       run_greedy, run_market, run_no_balance, run_random, run_sampling)
 from .scheme import DISTRIBUTIONS, VALUATIONS
 from .timing import COMM_MODELS
@@ -52,15 +52,19 @@ FAMILY = Family(
         Method("no-balance", "heuristic", run_no_balance, "baseline: the sampling scheme with an equal batch split (no Lemma 1)"),
     ),
     options=(
-        Option("comm", "ring", tuple(COMM_MODELS), "communication term: ring all-reduce, one parameter server, or none"),
+        Option("comm", "ring", tuple(COMM_MODELS), "communication term: ring all-reduce, one parameter server, or none", problem=True),
         Option("valuation", "gradient", VALUATIONS, "market valuation: JCT gradient (our design) or Gamma = rho (the re-implementation's)"),
-        Option("rounds", 3, None, "R: market rounds per category (reference throughput refreshed between rounds)"),
+        Option("rounds", 3, None, "R: market rounds per category (reference throughput refreshed between rounds)",
+               minimum=1, maximum=MAX_ROUNDS),
         Option("engine", "auto", ENGINES, "market engine: hungarian (scipy), mm (ascending prices), transport (LP on classes), auto"),
-        Option("samples", 0, None, "M: sampled categories (0 = min(50, 10% of all))"),
+        Option("samples", 0, None, "M: sampled categories (0 = min(50, 10% of all)); drawing stops at the time limit",
+               minimum=0, maximum=MAX_SAMPLES),
         Option("distribution", "uniform", DISTRIBUTIONS, "category sampling distribution"),
-        Option("budget", 1000, None, "local search: cap on market solves (0 = sampling only)"),
+        Option("budget", 1000, None, "local search: cap on market solves (0 = sampling only); the search also stops at the time limit",
+               minimum=0, maximum=MAX_BUDGET),
         Option("search", "steepest", ("steepest", "first"), "local search: best neighbour, or the first improving one"),
-        Option("starts", 3, None, "local search: start from this many best sampled categories"),
-        Option("idle", "allow", ("allow", "forbid"), "whether categories may leave GPUs idle (P6)"),
+        Option("starts", 3, None, "local search: start from this many best sampled categories", minimum=1, maximum=MAX_STARTS),
+        Option("idle", "allow", ("allow", "forbid"),
+               "whether the categories the market and sampling search may leave GPUs idle (P6; a search restriction, not a rule of the problem)"),
     ),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -14,11 +15,22 @@ from .view import HeteroView
 MAX_CONFIGS = 2_000_000
 
 
+def magnitude(n: int) -> str:
+    """``n`` for a message: exact below 10^15, else its order of magnitude (``str`` of an int of
+    more than 4300 digits raises, and ``C(K, S)`` reaches that at a few thousand jobs)."""
+    return f"{n:,}" if n < 10**15 else f"about 10^{int((n.bit_length() - 1) * math.log10(2))}"
+
+
+def vector_count(counts: np.ndarray) -> int:
+    """``prod(counts + 1)`` in Python integers (numpy's int64 product wraps around silently)."""
+    return math.prod(int(c) + 1 for c in counts)
+
+
 def all_vectors(counts: np.ndarray) -> np.ndarray:
     """Every ``n`` with ``0 <= n <= counts``, shape (prod(counts + 1), G), mixed-radix order."""
-    size = int(np.prod(counts + 1))
+    size = vector_count(counts)
     if size > MAX_CONFIGS:
-        raise OptionError(f"{size:,} worker-count vectors per job: too many to enumerate for the exact model, its LP bound "
+        raise OptionError(f"{magnitude(size)} worker-count vectors per job: too many to enumerate for the exact model, its LP bound "
                           f"and the oracles; use --method sampling (no bound at this size)", field="--method")
     grids = np.indices(tuple(int(c) + 1 for c in counts)).reshape(len(counts), -1).T
     return np.ascontiguousarray(grids, dtype=np.int64)
@@ -50,7 +62,7 @@ class JctTable:
 
     def __init__(self, view: HeteroView, comm: str, split: str = "proportional"):
         self.view, self.comm, self.split = view, comm, split
-        size = int(np.prod(view.counts + 1))
+        size = vector_count(view.counts)
         self.radix = radix(view.counts)
         self.table: np.ndarray | None = None
         self.memo: dict[tuple[int, bytes], float] = {}
@@ -112,4 +124,20 @@ def decision(view: HeteroView, x: np.ndarray, options: Mapping[str, Any], split:
     }
     if stats:
         extra["stats"] = dict(stats)
-    return {"admitted": [j.id for j in view.jobs], "placement": placement, "extra": extra}
+    return plain({"admitted": [j.id for j in view.jobs], "placement": placement, "extra": extra})
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every numpy scalar or array turned into the Python value JSON can write
+    (a decision is plain JSON: str, int, float, bool, list, dict)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value

@@ -44,7 +44,12 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
         by_job[p[0]].append(p)
     scale = 1.0 / view.S
     m.avg_jct = pyo.Objective(expr=sum(scale * float(table[i][1][k]) * m.y[i, k] for i, k in pairs), sense=pyo.minimize)
-    m.one = pyo.Constraint(range(view.S), rule=lambda mm, i: sum(mm.y[p] for p in by_job[i]) == 1)
+    # a job with no configuration at all (memory caps, GPU models, size range) keeps its row:
+    # "place it" is then written over a variable fixed at 0, so both solvers report the model
+    # infeasible instead of Pyomo refusing an empty row that resolves to the constant False
+    stuck = [i for i in range(view.S) if not by_job[i]]
+    m.unplaceable = pyo.Var(stuck, domain=pyo.Binary, bounds=(0, 0))
+    m.one = pyo.Constraint(range(view.S), rule=lambda mm, i: (sum(mm.y[p] for p in by_job[i]) if by_job[i] else mm.unplaceable[i]) == 1)
 
     def capacity(mm, c):
         used = [(int(table[i][0][k, c]), mm.y[i, k]) for i, k in pairs if table[i][0][k, c] > 0]
@@ -97,11 +102,17 @@ def decision_from_model(instance: Instance, options: Mapping[str, Any], model: p
 
 
 def diagnose(instance: Instance, options: Mapping[str, Any]) -> str | None:
+    """Why the instance is infeasible (called once a solve or an exhaustive search proved it is)."""
     view = hetero_view(instance)
     need = sum(j.k_range[0] for j in view.jobs)
     if need > view.K:
         return f"the jobs need at least {need} GPUs together (workers.min), the cluster has {view.K}"
-    for job, (configs, _) in zip(view.jobs, config_table(view, options["comm"])):
+    table = config_table(view, options["comm"])
+    for job, (configs, _) in zip(view.jobs, table):
         if len(configs) == 0:
             return f"job {job.id} has no feasible worker set (memory caps, GPU models, or workers range)"
-    return None
+    fewest = [int(configs.sum(axis=1).min()) for configs, _ in table]
+    if sum(fewest) > view.K:
+        return (f"with their memory caps, GPU models and ranges the jobs need at least {sum(fewest)} GPUs together, "
+                f"the cluster has {view.K}")
+    return "no combination of the jobs' feasible worker sets (memory caps, GPU models, ranges) fits the cluster together"

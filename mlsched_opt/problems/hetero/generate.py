@@ -27,12 +27,18 @@ from .alibaba import alibaba_servers, mapped_throughputs
 WORKLOADS = {"resnet18": 256, "resnet50": 256, "transformer": 256, "lm": 160, "recommendation": 8192}
 BANDWIDTH_GBPS = 10.0
 
+#: Largest --jobs / --servers / GPUs per server the generator writes (a file, not a stress test).
+MAX_JOBS = 100_000
+MAX_SERVERS = 100_000
+MAX_GPUS_PER_SERVER = 1024
+MAX_ITERATIONS = 10**9
+
 OPTIONS = (
     Option("cluster", "gavel", ("gavel", "alibaba"), "servers of drawn K80/P100/V100 types, or nodes of Alibaba's production cluster"),
     Option("types", "K80,P100,V100", None, "GPU models drawn per server (cluster=gavel)"),
-    Option("gpus_per_server", 4, None, "GPUs per server (cluster=gavel)"),
-    Option("iterations_min", 1000, None, "fewest iterations T"),
-    Option("iterations_max", 20000, None, "most iterations T"),
+    Option("gpus_per_server", 4, None, "GPUs per server (cluster=gavel)", minimum=1, maximum=MAX_GPUS_PER_SERVER),
+    Option("iterations_min", 1000, None, "fewest iterations T", minimum=1, maximum=MAX_ITERATIONS),
+    Option("iterations_max", 20000, None, "most iterations T", minimum=1, maximum=MAX_ITERATIONS),
 )
 
 
@@ -44,6 +50,8 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
         raise UserError("need 1 <= iterations_min <= iterations_max", field="--set iterations_min")
     if spec.servers < 1 or spec.jobs < 1:
         raise UserError("need at least one server and one job", field="--servers")
+    if spec.servers > MAX_SERVERS or spec.jobs > MAX_JOBS:
+        raise UserError(f"the hetero generator writes at most {MAX_SERVERS:,} servers and {MAX_JOBS:,} jobs", field="--servers" if spec.servers > MAX_SERVERS else "--jobs")
     notes = ""
     if opts["cluster"] == "alibaba":
         servers, notes = alibaba_servers(spec.servers, rng)

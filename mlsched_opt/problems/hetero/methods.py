@@ -14,10 +14,12 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
 from .baselines import greedy, random_placement
-from .configs import JctTable, decision
+from .configs import JctTable, decision, magnitude
+from .formulation import diagnose
 from .oracles import brute_force, variant_a
 from .scheme import (Market, best_category, count_categories, default_samples, enumerate_categories, equal_share,
                      local_search, proportional_anchor, sample_categories, size_bounds)
+from .timing import jct
 from .view import HeteroView, hetero_view
 
 MARKET_GUARANTEE = ("per category, the market allocation maximizes total valuation (Shapley-Shubik); the full scheme "
@@ -28,6 +30,12 @@ EXACT_GUARANTEE = "exact: OPT (Shapley-Shubik within each category, every catego
 
 #: categories re-solved with the full R market rounds after screening with one
 FINALISTS = 10
+#: Option domains (``--set``): far above any useful value, small enough that no list or array
+#: sized by them is a memory hazard; the loops they drive also stop at the time limit.
+MAX_ROUNDS = 100
+MAX_SAMPLES = 1_000_000
+MAX_BUDGET = 10_000_000
+MAX_STARTS = 1000
 
 Runner = Callable[[Instance, Mapping[str, Any], SolveOptions], MethodResult]
 
@@ -41,8 +49,18 @@ def _market(view: HeteroView, options: Mapping[str, Any], split: str = "proporti
 
 def _finish(view: HeteroView, x: np.ndarray | None, options: Mapping[str, Any], name: str, start: float,
             split: str = "proportional", stats: Mapping[str, Any] | None = None, exhaustive: bool = False) -> MethodResult:
-    if x is None:
-        report = heuristic_report("min", None, time.perf_counter() - start, name, dict(options), "no feasible placement found")
+    """The method's report and decision.  An allocation that breaks a rule of the checker (a size
+    out of range, a GPU model the job cannot use, caps that cannot hold its batch) is never
+    reported: the run then ``failed`` with the reason, or, for an exhaustive search that saw
+    every candidate and found none, the instance is ``infeasible``."""
+    elapsed = time.perf_counter() - start
+    reason = "no feasible placement found" if x is None else _invalid(view, x, options["comm"], split)
+    if reason is not None:
+        report = heuristic_report("min", None, elapsed, name, dict(options), reason)
+        if exhaustive and x is None:  # every candidate was seen and none is feasible: that is a proof
+            why = diagnose(view.instance, options)
+            message = "every candidate was enumerated and none is feasible" + (f"; {why}" if why else "")
+            report = dataclasses.replace(report, status="infeasible", message=message)
         return MethodResult(report, None)
     dec = decision(view, x, options, split, stats)
     jcts = np.array(list(dec["extra"]["jct_s"].values()))
@@ -51,10 +69,26 @@ def _finish(view: HeteroView, x: np.ndarray | None, options: Mapping[str, Any], 
                f"max slowdown {fair['max_slowdown']:.3f}")
     if stats:
         message += "".join(f", {k} {v}" for k, v in stats.items())
+        if stats.get("time_limit_reached"):
+            message += "; cut short by the time limit: the best answer found so far"
     report = heuristic_report("min", float(jcts.mean()), time.perf_counter() - start, name, dict(options), message)
     if exhaustive:  # every candidate was evaluated: the answer is its own proof of optimality
         report = dataclasses.replace(report, status="optimal", bound=report.objective)
     return MethodResult(report, dec)
+
+
+def _invalid(view: HeteroView, x: np.ndarray, comm: str, split: str) -> str | None:
+    """Why the allocation ``x`` (S, G) breaks a rule the checker enforces, or ``None``."""
+    x = np.asarray(x)
+    if (x < 0).any() or (x.sum(axis=0) > view.counts).any():
+        return "internal: the allocation uses more GPUs of a class than exist"
+    for i, job in enumerate(view.jobs):
+        k = int(x[i].sum())
+        if not job.k_range[0] <= k <= job.k_range[1]:
+            return f"the placement found gives job {job.id} {k} GPUs, outside its range {job.k_range[0]}..{job.k_range[1]}"
+        if not np.isfinite(jct(view, job, x[i:i + 1], comm, split)[0]):
+            return f"the placement found cannot run job {job.id} (GPU models or memory caps)"
+    return None
 
 
 def _placeable(view: HeteroView) -> bool:
@@ -83,24 +117,37 @@ def _sampled(view: HeteroView, options: Mapping[str, Any], seed: int, split: str
     m = options["samples"] or default_samples(view, idle)
     if m < 0 or options["budget"] < 0 or options["starts"] < 1:
         raise OptionError("samples and budget must be >= 0, starts >= 1", field="--set")
-    market = _market(view, options, split)
+    market = _market(view, options, split, deadline=deadline)
     # screen categories with one market round (measured: the same ranking quality at half the
     # cost), then give the best few the full R rounds; R rounds never do worse than one
     screen = _market(view, {**options, "rounds": 1}, split, market.jct_table, deadline)
     rng = np.random.default_rng(seed)
-    cats = sample_categories(view, m, rng, options["distribution"], idle)
+    cats = sample_categories(view, m, rng, options["distribution"], idle, deadline)
     cats += [a for a in (equal_share(view), proportional_anchor(view)) if idle or sum(a) == view.K]
-    ranked = [c for c in sorted(dict.fromkeys(cats), key=screen.average) if np.isfinite(screen.average(c))]
+    # at the time limit, rank what was screened so far (always at least one category)
+    screened: dict[tuple[int, ...], float] = {}
+    for c in dict.fromkeys(cats):
+        if screened and screen.expired():
+            break
+        screened[c] = screen.average(c)
+    ranked = [c for c in sorted(screened, key=screened.__getitem__) if np.isfinite(screened[c])]
     if not ranked:
         return None, {"samples": m, "sampled_categories": screen.solves}
     sampled = screen.solves
     if options["budget"] > 0:
         local_search(screen, ranked[:options["starts"]], max(options["budget"], sampled), idle, options["search"] == "first")
     finalists = sorted(screen.cache, key=lambda k: screen.cache[k][0])[:FINALISTS]
-    best = min(finalists, key=market.average)
+    best, value = finalists[0], market.average(finalists[0])
+    for c in finalists[1:]:
+        if market.expired():
+            break
+        if market.average(c) < value:
+            best, value = c, market.average(c)
     total = count_categories(view, idle)
+    # C(K, S) outgrows every JSON reader's integers (and floats) at a few hundred jobs
+    total_out: int | str = total if total <= 2**53 else magnitude(total)
     return market.solve(best)[1], {"samples": m, "sampled_categories": sampled, "market_solves": screen.solves + market.solves,
-                                   "categories_total": total, "time_limit_reached": screen.expired()}
+                                   "categories_total": total_out, "time_limit_reached": screen.expired() or market.expired()}
 
 
 def run_sampling(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
@@ -127,13 +174,14 @@ def run_equal_share(instance: Instance, options: Mapping[str, Any], solve_option
 def run_greedy(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    return _finish(view, greedy(view) if _placeable(view) else None, options, "greedy", start)
+    return _finish(view, greedy(view, options["comm"]) if _placeable(view) else None, options, "greedy", start)
 
 
 def run_random(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
-    x = random_placement(view, np.random.default_rng(solve_options.seed)) if _placeable(view) else None
+    x = random_placement(view, np.random.default_rng(solve_options.seed), comm=options["comm"],
+                         deadline=start + solve_options.time_limit) if _placeable(view) else None
     return _finish(view, x, {**options, "seed": solve_options.seed}, "random", start)
 
 
@@ -141,7 +189,7 @@ def run_bundles(instance: Instance, options: Mapping[str, Any], solve_options: S
     start = time.perf_counter()
     view = hetero_view(instance)
     if not _placeable(view):
-        return _finish(view, None, options, "bundles", start)
+        return _finish(view, None, options, "bundles", start, exhaustive=True)
     x, seen, complete = variant_a(view, options["comm"], "mm" if options["engine"] == "mm" else "hungarian",
                                   start + solve_options.time_limit)
     return _finish(view, x, options, "bundles", start, stats={"bundle_categories": seen, "time_limit_reached": not complete},
@@ -151,5 +199,6 @@ def run_bundles(instance: Instance, options: Mapping[str, Any], solve_options: S
 def run_brute(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
     view = hetero_view(instance)
+    # not placeable: no category exists, so no assignment of GPUs to jobs can be feasible
     x, complete = brute_force(view, options["comm"], start + solve_options.time_limit) if _placeable(view) else (None, True)
     return _finish(view, x, options, "brute-force", start, stats={"time_limit_reached": not complete}, exhaustive=complete)

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...errors import OptionError
-from .configs import radix, ranged_table
+from .configs import magnitude, radix, ranged_table
 from .market import clear_market, integer_values
 from .view import HeteroView
 
@@ -84,8 +84,8 @@ def brute_force(view: HeteroView, comm: str, deadline: float = math.inf) -> tupl
     is feasible; and whether every assignment was seen before ``deadline``."""
     k, s = view.K, view.S
     if (s + 1) ** k > MAX_BRUTE_FORCE:
-        raise OptionError(f"brute force needs {(s + 1) ** k:,} assignments ((S+1)^K); it is a test oracle for K <= 10",
-                          field="--method")
+        raise OptionError(f"brute force needs {magnitude((s + 1) ** k)} assignments ((S+1)^K, limit {MAX_BRUTE_FORCE:,}); "
+                          "it is a test oracle for K <= 10", field="--method")
     vectors, table = ranged_table(view, comm)
     weights = radix(view.counts)
     cls = view.worker_class()

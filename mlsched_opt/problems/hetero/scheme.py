@@ -9,7 +9,11 @@ reconstruction and our design where marked:
   (our design, spec 3.2): the JCT gradient ``Gamma_ic = T_i Pi_i rho_ic / Xhat_i^2`` with
   ``Xhat_i = K_i rhobar_i`` first, then ``Xhat_i = X_i(W_i)`` for ``R - 1`` more rounds;
   ``valuation=rho`` is the re-implementation's ``Gamma = rho`` (the P7 trap, a baseline).
-  Candidates are always ranked by the *true* average JCT (P7).
+  Candidates are always ranked by the *true* average JCT (P7), whose communication term uses
+  ``r_min`` over the links of the GPUs each job got, as the checker does.  The valuation is
+  linear and cannot see ``r_min``, so when GPUs have different links each category's market is
+  re-cleared with per-job *link floors* (a job may buy only GPUs whose link is at least its
+  floor), by coordinate descent on the true JCT (our design; :meth:`Market._link_floors`).
 * Full scheme: every category.  Sampled scheme (section 3.4): ``M`` categories drawn i.i.d.
   (``uniform`` over all categories by stars and bars, or ``centered`` multinomial around
   ``w_i ~ sqrt(T_i Pi_i / rhobar_i)``), duplicates dropped, the equal-share category always
@@ -37,16 +41,20 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from ...errors import OptionError
-from .configs import JctTable
+from .configs import JctTable, magnitude
 from .market import allocate
+from .timing import jct
 from .view import HeteroView
 
 VALUATIONS = ("gradient", "rho")
 DISTRIBUTIONS = ("uniform", "centered")
 #: Refuse full enumeration beyond this many categories.
 MAX_CATEGORIES = 2_000_000
+#: Link floors tried per job (evenly spread over the distinct link speeds when there are more).
+MAX_LINK_LEVELS = 8
 
 
 @dataclass
@@ -71,6 +79,12 @@ class Market:
         self._rhobar = mean_throughput(v)
         self._weight = np.array([j.weight for j in v.jobs])
         self.jct_table = self.table if self.table is not None else JctTable(v, self.comm, self.split)
+        # jobs whose communication time depends on the slowest link they get, and the link speeds
+        levels = np.unique(v.bandwidth[np.isfinite(v.bandwidth)])
+        if len(levels) > MAX_LINK_LEVELS:  # floors only narrow the market; the JCT stays exact
+            levels = levels[np.unique(np.linspace(0, len(levels) - 1, MAX_LINK_LEVELS).round().astype(int))]
+        self._link_bound = np.array([j.comm_s is None and self.comm != "none" for j in v.jobs])
+        self._levels = levels if len(levels) > 1 and self._link_bound.any() else None
 
     def expired(self) -> bool:
         """Whether the run's time limit (``deadline``, a ``time.perf_counter()`` value) has passed."""
@@ -88,11 +102,10 @@ class Market:
         kappa = np.array(key, dtype=np.int64)
         best: tuple[float, np.ndarray | None] = (math.inf, None)
         xhat = kappa * self._rhobar
+        gamma = self._rho.copy()
         for _ in range(self.rounds if self.valuation == "gradient" else 1):
             if self.valuation == "gradient":
                 gamma = (self._weight / xhat ** 2)[:, None] * self._rho
-            else:
-                gamma = self._rho.copy()
             x = allocate(gamma + self._gamma_mask, kappa, self.view.counts, self.engine)
             if x is None:
                 break
@@ -102,7 +115,98 @@ class Market:
             if avg < best[0]:
                 best = (avg, x)
             xhat = (x * self._rho).sum(axis=1)
+        if best[1] is not None and self._levels is not None:
+            best = self._reassign(self._link_floors(gamma, kappa, best))
         self.cache[key] = best
+        return best
+
+    def _reassign(self, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
+        """Hand the cleared bundles (each job's class counts) back out to the jobs of the same size
+        by the true JCT (an assignment problem; our design): which job gets the bundle on the fast
+        links is a joint choice the linear valuation does not see."""
+        x = best[1]
+        assert x is not None
+        sizes = x.sum(axis=1)
+        cost = np.vstack([jct(self.view, job, x, self.comm, self.split) for job in self.view.jobs])
+        cost = np.where(sizes[:, None] == sizes[None, :], cost, np.inf)
+        _, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
+        y = x[cols]
+        value = float(self.jct_table(y).mean())
+        return (value, y) if value < best[0] - 1e-12 else best
+
+    def _link_floors(self, gamma: np.ndarray, kappa: np.ndarray, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
+        """Descent over per-job link floors: job ``i`` may only buy GPUs whose link is at least
+        ``floor_i``.  A move raises one job's floor just past the slowest link it holds now and
+        re-clears the market; it is kept when the true average JCT drops.  The valuation is linear
+        in the workers and cannot see ``r_min`` (the slowest link of a job's workers sets its ring
+        all-reduce time), so without this a job buys fast GPUs on slow links [our design].  Only
+        runs when GPUs of the cluster have different links; at most ``S`` market solves per pass
+        and ``L`` passes, ``L <= MAX_LINK_LEVELS`` floors, and never past the deadline."""
+        floors = np.full(self.view.S, -np.inf)
+        bw = self.view.bandwidth
+        x = best[1]
+        for _ in range(len(self._levels)):
+            improved = False
+            for i in np.flatnonzero(self._link_bound):
+                if self.expired():
+                    return best
+                held = bw[x[i] > 0]
+                higher = self._levels[self._levels > held.min()] if len(held) else ()
+                if len(higher) == 0:
+                    continue
+                trial = floors.copy()
+                trial[i] = higher[0]
+                mask = np.where(bw[None, :] >= trial[:, None], 0.0, -np.inf)
+                y = allocate(gamma + self._gamma_mask + mask, kappa, self.view.counts, self.engine)
+                if y is None:
+                    continue
+                avg = float(self.jct_table(y).mean())
+                if avg < best[0] - 1e-12:
+                    best, floors, x, improved = (avg, y), trial, y, True
+            if not improved:
+                break
+        return best
+
+    def _reassign(self, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
+        """Hand the cleared bundles (each job's class counts) back out to the jobs of the same size
+        by the true JCT (an assignment problem; our design): which job gets the bundle on the fast
+        links is a joint choice the linear valuation does not see."""
+        x = best[1]
+        assert x is not None
+        sizes = x.sum(axis=1)
+        cost = np.vstack([jct(self.view, job, x, self.comm, self.split) for job in self.view.jobs])
+        cost = np.where(sizes[:, None] == sizes[None, :], cost, np.inf)
+        _, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
+        y = x[cols]
+        value = float(self.jct_table(y).mean())
+        return (value, y) if value < best[0] - 1e-12 else best
+
+    def _link_floors(self, gamma: np.ndarray, kappa: np.ndarray, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
+        """Coordinate descent over per-job link floors: job ``i`` may only buy GPUs whose link is
+        at least ``floor_i``; a floor is kept when the re-cleared market lowers the true average
+        JCT.  The valuation is linear in the workers and cannot see ``r_min`` (the slowest link of
+        the workers a job gets sets its ring all-reduce time), so without this a job buys fast
+        GPUs on slow links [our design].  Only runs when GPUs of the cluster have different links;
+        at most ``2 S L`` extra market solves per category, ``L`` distinct link speeds."""
+        floors = np.full(self.view.S, -np.inf)
+        bw = self.view.bandwidth
+        for _ in range(2):
+            improved = False
+            for i in np.flatnonzero(self._link_bound):
+                for level in self._levels:
+                    if level == floors[i] or self.expired():
+                        continue
+                    trial = floors.copy()
+                    trial[i] = level
+                    mask = np.where(bw[None, :] >= trial[:, None], 0.0, -np.inf)
+                    x = allocate(gamma + self._gamma_mask + mask, kappa, self.view.counts, self.engine)
+                    if x is None:
+                        continue
+                    avg = float(self.jct_table(x).mean())
+                    if avg < best[0] - 1e-12:
+                        best, floors, improved = (avg, x), trial, True
+            if not improved:
+                break
         return best
 
 
@@ -135,7 +239,8 @@ def enumerate_categories(view: HeteroView, idle: bool = True) -> Iterable[tuple[
     """Every size vector within the jobs' ranges, summing to at most (or exactly) ``K``."""
     total = count_categories(view, idle)
     if total > MAX_CATEGORIES:
-        raise OptionError(f"{total:,} categories: too many to enumerate; use --method sampling", field="--method")
+        raise OptionError(f"{magnitude(total)} categories (more than {MAX_CATEGORIES:,}): too many to enumerate; use --method sampling",
+                          field="--method")
     lo, hi = size_bounds(view)
     k = view.K
 
@@ -163,13 +268,16 @@ def equal_share(view: HeteroView) -> tuple[int, ...]:
 
 
 def sample_categories(view: HeteroView, m: int, rng: np.random.Generator, distribution: str = "uniform",
-                      idle: bool = True) -> list[tuple[int, ...]]:
-    """``m`` i.i.d. draws (duplicates and out-of-range draws dropped), in draw order."""
+                      idle: bool = True, deadline: float = math.inf) -> list[tuple[int, ...]]:
+    """``m`` i.i.d. draws (duplicates and out-of-range draws dropped), in draw order; fewer when
+    the run's ``deadline`` (a ``time.perf_counter()`` value) passes first."""
     lo, hi = size_bounds(view)
     k, s = view.K, view.S
     out: dict[tuple[int, ...], None] = {}
     w = sqrt_shares(view)
-    for _ in range(m):
+    for n in range(m):
+        if n % 256 == 255 and time.perf_counter() > deadline:
+            break
         if distribution == "centered":
             sizes = 1 + rng.multinomial(k - s, w)
         elif idle:
@@ -184,8 +292,9 @@ def sample_categories(view: HeteroView, m: int, rng: np.random.Generator, distri
 
 
 def default_samples(view: HeteroView, idle: bool = True) -> int:
-    """Spec 3.4's default ``M = min(50, 0.1 |C|)`` (at least 1)."""
-    return max(1, min(50, int(0.1 * count_categories(view, idle))))
+    """Spec 3.4's default ``M = min(50, 0.1 |C|)`` (at least 1), in integers: ``|C|`` is
+    ``C(K, S)``, far beyond any float at a thousand jobs."""
+    return max(1, min(50, count_categories(view, idle) // 10))
 
 
 def neighbours(sizes: tuple[int, ...], view: HeteroView, idle: bool, step: int = 1) -> Iterable[tuple[int, ...]]:

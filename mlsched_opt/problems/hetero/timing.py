@@ -134,6 +134,8 @@ def _equal_split_time(job: HeteroJob, n: np.ndarray, rho: np.ndarray) -> np.ndar
 def jct(view: HeteroView, job: HeteroJob, n: np.ndarray, comm: str = "ring", split: str = "proportional") -> np.ndarray:
     """``J = T (compute + communication)`` in seconds for each row of ``n``."""
     n = np.atleast_2d(np.asarray(n, dtype=np.int64))
+    if len(n) == 0:  # no vector in a job's size range (its minimum exceeds the cluster)
+        return np.zeros(0)
     k = n.sum(axis=1)
     c = COMM_MODELS[comm](k, comm_constant(job, r_min(view, n)))
     return job.iterations * (compute_time(job, n, split) + c)

@@ -17,6 +17,11 @@ Methods: ``exact`` (offline MILP), ``greedy-rr`` (V-Greedy + LP + RR-PC), ``pd-r
 and the baselines of section 5.3: ``greedy-ilp`` (exact per-job program, isolating the rounding
 loss), ``unaware`` (plans with q_in := q_ex), ``colocate`` and ``spread``; FIFO vs SJF is
 ``--set order=``.
+
+Problem options (the checker enforces them, ``exact`` models them): ``locality`` (job / pair)
+and ``ps_placement``: ``free`` (default: any PS placement the checker accepts, so ``exact``'s
+"optimal" is optimal for what ``check`` accepts) or ``with-workers`` (observation O3 as a rule;
+O3 is a restriction, not "without loss of generality": see :mod:`.offline`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
 from .methods import KINDS, PD_GUARANTEE, RR_GUARANTEE, build_model, decision_from_model, greedy, rescore, run_pd
 from .online import ORDERS
-from .view import LOCALITY
+from .view import LOCALITY, PS_PLACEMENT
 
 FAMILY = Family(
     name="locality",
@@ -52,9 +57,15 @@ FAMILY = Family(
     ),
     options=(
         Option("order", "sjf", ORDERS, "order of simultaneous arrivals: smallest estimated work first, or FIFO (pitfall P10)"),
-        Option("locality", "job", LOCALITY, "job: q_in only when everything is on one machine; pair: per worker-PS shares (P2, evaluation only)"),
-        Option("epsilon", 0.05, None, "covering inflation: the LP targets (1 + epsilon) V (pitfall P6)"),
-        Option("attempts", 5, None, "RR-PC attempts F per LP before the repair"),
-        Option("l_scale", 1.0, None, "pd-rr: factor on the price floor L (pitfall P16)"),
+        Option("locality", "job", LOCALITY, "job: q_in only when everything is on one machine; pair: per worker-PS shares (P2, evaluation only)",
+               problem=True),
+        Option("ps_placement", "free", PS_PLACEMENT,
+               "free: any machine may host a job's PSs (spec P-ORIG; exact models it); with-workers: observation O3 as a rule, "
+               "exactly ceil(n/gamma) PSs beside every n workers and no PS-only machine (a restriction: O3 is not WLOG)",
+               problem=True),
+        Option("epsilon", -1.0, None, "covering inflation: the LP targets (1 + epsilon) V; -1 (default) tries 0, 0.05 and 0.1 per LP "
+               "and keeps the cheapest covering plan (pitfall P6); a value in [0, 1] pins one", minimum=-1.0, maximum=1.0),
+        Option("attempts", 5, None, "RR-PC attempts F per LP before the repair", minimum=1, maximum=1000),
+        Option("l_scale", 1.0, None, "pd-rr: factor on the price floor L (pitfall P16)", minimum=1e-6, maximum=1e6),
     ),
 )

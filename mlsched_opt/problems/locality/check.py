@@ -1,13 +1,26 @@
 """Independent checker for locality schedules (constraints (C1)-(C8) of spec 001 section 1.6).
 
 Uses the instance's job model (:func:`.view.locality_view`: work, rates, demands, fan-in) and
-none of the pattern, LP, rounding, online or MILP code.  It does not assume the algorithms'
-placement rule (PSs beside their workers, observation O3): any placement of workers and PSs is
-checked as written.  A decision lists per job and slot ``{"slot", "workers": {server: n},
-"ps": {server: k}}``; the checker recomputes each slot's work at the true rates (job-level or
-per-pair locality, the ``locality`` option), each job's completion slot (the first whose
-cumulative work reaches ``V``) and the objective ``sum_i w_i (C_i - a_i + 1)``, a job that
-does not finish counted at ``C_i = T``.  Jobs listed as ``admitted`` must finish.
+none of the pattern, LP, rounding, online or MILP code.  A decision lists per job and slot
+``{"slot", "workers": {server: n}, "ps": {server: k}}``; the checker recomputes each slot's work
+at the true rates (job-level or per-pair locality, the ``locality`` option), each job's
+completion slot (the first whose cumulative work reaches ``V``) and the objective
+``sum_i w_i (C_i - a_i + 1)``, a job that does not finish counted at ``C_i = T``.  Jobs listed
+as ``admitted`` must finish.
+
+Rules (each violation is named by its rule):
+
+* ``domain`` / ``decision`` / ``unknown-job`` / ``unknown-server`` / ``eligibility``: any JSON
+  value where a count, slot, list or mapping is expected (a string, a float, a bool, a negative
+  or huge integer, nested junk) is reported, never raised;
+* ``arrival`` (C6): work before the job's arrival slot; ``after-completion`` (C6): workers or
+  PSs in a slot after the one in which the job's work reaches ``V``;
+* ``worker-cap`` (C5), ``ps-count`` (C3), ``idle-ps`` (C4), ``capacity`` (C1);
+* ``ps-placement``: with ``ps_placement=with-workers`` (observation O3 as a rule) a machine
+  hosting ``n`` workers of a job must host exactly ``ceil(n/gamma)`` of its PSs, and no machine
+  hosts PSs alone; with ``free`` (default) any placement passing C3/C4 is accepted;
+* ``work``, ``completion``: an admitted job that does not finish; a claimed completion slot that
+  differs from the recomputed one.
 """
 
 from __future__ import annotations
@@ -16,64 +29,157 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, admitted_jobs, read_counts, unknown_jobs
+from ...checking.core import TOL, CheckResult
 from ...io.instance import Instance
-from .view import locality_view, total_delay
+from .view import locality_view, o3_ps, total_delay
+
+#: Largest count the checker reads (larger ones are a ``domain`` violation): exact in a float.
+MAX_COUNT = 2**53
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
     view = locality_view(instance)
     locality = options.get("locality", "job")
-    schedule = decision.get("schedule") or {}
+    placement = options.get("ps_placement", "free")
+    if not isinstance(decision, Mapping):
+        result.add("decision", "decision", f"a decision is a mapping, got {_short(decision)}")
+        result.objective = None
+        return
+    schedule = decision.get("schedule")
+    if schedule is None:
+        schedule = {}
+    if not isinstance(schedule, Mapping):
+        result.add("domain", "schedule", f"schedule must map job ids to lists of slots, got {_short(schedule)}")
+        schedule = {}
     if decision.get("placement"):
         result.add("decision", "placement", "locality decisions are slotted; use schedule")
-    admitted = admitted_jobs(result, instance, decision)
-    unknown_jobs(result, instance, schedule, "schedule")
-    claimed = (decision.get("extra") or {}).get("completion") or {}
+    ids = {job.id for job in view.jobs}
+    admitted = _admitted(result, decision.get("admitted", []), ids)
+    for key in schedule:
+        if key not in ids:
+            result.add("unknown-job", f"schedule.{_short(key)}", "no such job in the instance")
+    extra = decision.get("extra")
+    claimed = extra.get("completion") if isinstance(extra, Mapping) else None
+    if not isinstance(claimed, Mapping):
+        claimed = {}
     machine = {name: h for h, name in enumerate(view.servers)}
-    load = np.zeros((view.H, len(view.resources), view.slots))
+    load: dict[int, np.ndarray] = {}
     completion: dict[int, int] = {}
     for i, job in enumerate(view.jobs):
         ijob = instance.jobs[i]
+        entries = schedule.get(job.id, [])
+        if not isinstance(entries, list):
+            result.add("domain", f"schedule.{job.id}", f"must be a list of slot entries, got {_short(entries)}")
+            entries = []
         per_slot: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for k, entry in enumerate(schedule.get(job.id, [])):
+        for k, entry in enumerate(entries):
             where = f"schedule.{job.id}[{k}]"
+            if not isinstance(entry, Mapping):
+                result.add("domain", where, f"a slot entry is a mapping {{slot, workers, ps}}, got {_short(entry)}")
+                continue
             t = entry.get("slot")
-            if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < view.slots:
-                result.add("domain", where, f"slot must be an integer in [0, {view.slots - 1}], got {t!r}")
+            if not _is_int(t) or not 0 <= t < view.slots:
+                result.add("domain", where, f"slot must be an integer in [0, {view.slots - 1}], got {_short(t)}")
                 continue
             if t in per_slot:
                 result.add("schedule", where, f"slot {t} appears twice")
                 continue
-            w = np.zeros(view.H, dtype=np.int64)
-            s = np.zeros(view.H, dtype=np.int64)
-            for counts, vec, task in ((entry.get("workers"), w, "worker"), (entry.get("ps"), s, "ps")):
-                for name, n in read_counts(result, instance, ijob, task, counts, f"{where}.{task if task == 'ps' else 'workers'}").items():
-                    vec[machine[name]] = n
+            w = np.zeros(view.H)
+            s = np.zeros(view.H)
+            counts_ok = True
+            for field, vec, task in (("workers", w, "worker"), ("ps", s, "ps")):
+                counts_ok &= _read(result, instance, ijob, task, entry.get(field), f"{where}.{field}", machine, vec)
             W, S = int(w.sum()), int(s.sum())
             if (W or S) and t < job.arrival:
                 result.add("arrival", where, f"runs in slot {t} before its arrival slot {job.arrival}")      # (C6)
-            if W > job.w_max:
-                result.add("worker-cap", where, f"{W} workers > cap {job.w_max}")                          # (C5)
+            if W > ijob.workers.hi:
+                result.add("worker-cap", where, f"{W} workers > cap {ijob.workers.hi}")                   # (C5)
             if job.gamma * S < W:
                 result.add("ps-count", where, f"{S} PSs serve at most {job.gamma * S} workers, not {W}")  # (C3)
             if S and not W:
                 result.add("idle-ps", where, f"{S} PSs but no workers")                                    # (C4)
-            load[:, :, t] += w[:, None] * job.alpha[None, :] + s[:, None] * job.beta[None, :]
+            if placement == "with-workers" and counts_ok:
+                for h in np.flatnonzero((w > 0) | (s > 0)):
+                    need = o3_ps(int(w[h]), job.gamma)
+                    if int(s[h]) != need:
+                        result.add("ps-placement", f"{where}.ps.{view.servers[h]}",
+                                   f"O3 (ps_placement=with-workers): {int(w[h])} workers here need exactly {need} PSs beside them "
+                                   f"(ceil(n/{job.gamma})), got {int(s[h])}")
+            load.setdefault(t, np.zeros((view.H, len(view.resources))))
+            load[t] += w[:, None] * job.alpha[None, :] + s[:, None] * job.beta[None, :]
             per_slot[t] = (w, s)
         done = 0.0
         for t in sorted(per_slot):
+            if i in completion:
+                if per_slot[t][0].any() or per_slot[t][1].any():                                          # (C6)
+                    result.add("after-completion", f"schedule.{job.id} slot {t}",
+                               f"workers or PSs after the job's work reached V in slot {completion[i]}")
+                continue
             done += view.slot_work(i, *per_slot[t], locality=locality)
             if done >= job.work * (1 - TOL) - TOL:
                 completion[i] = t
-                break
         if job.id in admitted and i not in completion:
             result.add("work", job.id, f"trains {done:g} samples < the {job.work:g} the job needs within the horizon")
         if job.id in claimed and claimed[job.id] != completion.get(i, view.slots):
             result.add("completion", f"extra.completion.{job.id}",
-                       f"claims slot {claimed[job.id]}, the work reaches V in slot {completion.get(i, 'none')}")
-    over = load > view.capacity[:, :, None] * (1 + TOL) + TOL                                            # (C1)
-    for h, r, t in zip(*np.nonzero(over)):
-        result.add("capacity", f"slot {t}, {view.servers[h]}, {view.resources[r]}",
-                   f"uses {load[h, r, t]:g} > capacity {view.capacity[h, r]:g}")
+                       f"claims slot {_short(claimed[job.id])}, the work reaches V in slot {completion.get(i, 'none')}")
+    for t in sorted(load):                                                                                 # (C1)
+        over = load[t] > view.capacity * (1 + TOL) + TOL
+        for h, r in zip(*np.nonzero(over)):
+            result.add("capacity", f"slot {t}, {view.servers[h]}, {view.resources[r]}",
+                       f"uses {load[t][h, r]:g} > capacity {view.capacity[h, r]:g}")
     result.objective = total_delay(view, completion)
+
+
+def _admitted(result: CheckResult, admitted: Any, ids: set[str]) -> set[str]:
+    if admitted is None:
+        return set()
+    if not isinstance(admitted, list):
+        result.add("domain", "admitted", f"admitted must be a list of job ids, got {_short(admitted)}")
+        return set()
+    out: set[str] = set()
+    for k, job_id in enumerate(admitted):
+        if not isinstance(job_id, str):
+            result.add("domain", f"admitted[{k}]", f"a job id is a string, got {_short(job_id)}")
+        elif job_id not in ids:
+            result.add("unknown-job", f"admitted.{job_id}", "no such job in the instance")
+        elif job_id in out:
+            result.add("admitted", "admitted", f"job {job_id} is listed more than once")
+        else:
+            out.add(job_id)
+    return out
+
+
+def _read(result: CheckResult, instance: Instance, job: Any, task: str, counts: Any, where: str,
+          machine: Mapping[str, int], into: np.ndarray) -> bool:
+    """Add ``{server: count}`` into ``into``; report every entry that is not a usable count.  True if all were."""
+    if counts is None:
+        return True
+    if not isinstance(counts, Mapping):
+        result.add("domain", where, f"must map server names to counts, got {_short(counts)}")
+        return False
+    ok = True
+    for name, count in counts.items():
+        if not isinstance(name, str) or name not in machine:
+            result.add("unknown-server", f"{where}.{_short(name)}", "no such server in the instance")
+            ok = False
+            continue
+        if not _is_int(count) or not 0 <= count <= MAX_COUNT:
+            result.add("domain", f"{where}.{name}", f"count must be an integer in [0, 2**53], got {_short(count)}")
+            ok = False
+            continue
+        if count and not job.may_run_on(instance.server(name), task):
+            result.add("eligibility", f"{where}.{name}", f"{task} of job {job.id} may not run on {name}")
+            ok = False
+            continue
+        into[machine[name]] += count
+    return ok

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...io.catalog import Catalog, load_catalog
+from ...io.files import limits
 from ..base import GenerateSpec, Option
 from ..generation import generate_command
 from .calibration import POLLUX_TRACE, inter_bandwidth, pollux_ratio
@@ -32,19 +33,24 @@ GPU_MODEL = "V100"
 WORKLOADS = ("lm", "recommendation", "resnet18", "resnet50", "transformer")
 
 OPTIONS = (
-    Option("bandwidth_ratio", 5.0, None, "intra-machine bandwidth / inter-machine bandwidth (spec 5.3 sweeps 1, 2, 5, 10)"),
-    Option("inter_gbps", 10.0, None, "inter-machine bandwidth per worker, Gbit/s"),
+    Option("bandwidth_ratio", 5.0, None, "intra-machine bandwidth / inter-machine bandwidth (spec 5.3 sweeps 1, 2, 5, 10)",
+           minimum=1.0, maximum=1e4),
+    Option("inter_gbps", 10.0, None, "inter-machine bandwidth per worker, Gbit/s", minimum=1e-3, maximum=1e5),
     Option("calibration", "none", ("none", "pollux"), "pollux: per job, b_ex from Pollux's measured spread/packed step times"),
-    Option("gpus", 4, None, "GPUs per machine"),
-    Option("work_min", 4.0, None, "smallest job, in worker-slots at the co-located rate"),
-    Option("work_max", 24.0, None, "largest job, in worker-slots at the co-located rate"),
-    Option("arrival_share", 0.5, None, "jobs arrive uniformly over this share of the horizon"),
-    Option("slot_s", 600.0, None, "slot length, seconds"),
+    Option("gpus", 4, None, "GPUs per machine", minimum=1, maximum=1024),
+    Option("work_min", 4.0, None, "smallest job, in worker-slots at the co-located rate", minimum=0.01, maximum=1e4),
+    Option("work_max", 24.0, None, "largest job, in worker-slots at the co-located rate", minimum=0.01, maximum=1e4),
+    Option("arrival_share", 0.5, None, "jobs arrive uniformly over this share of the horizon", minimum=1e-3, maximum=1.0),
+    Option("slot_s", 600.0, None, "slot length, seconds", minimum=1e-3, maximum=1e7),
 )
 
 
 def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, Any]:
     opts = {o.name: spec.options.get(o.name, o.default) for o in OPTIONS}
+    bound = limits()
+    for what, value, limit in (("--jobs", spec.jobs, "jobs"), ("--servers", spec.servers, "servers"), ("--slots", spec.slots or 8, "slots")):
+        if not 1 <= value <= bound[limit]:  # refuse before drawing anything: the loops below run this many times
+            raise UserError(f"{what} must be in [1, {bound[limit]}] (the limit {limit}), got {value}", field=what)
     if opts["bandwidth_ratio"] < 1:
         raise UserError(f"bandwidth_ratio must be >= 1 (b_in >= b_ex), got {opts['bandwidth_ratio']}", field="--set bandwidth_ratio")
     if not 0 < opts["work_min"] <= opts["work_max"]:

@@ -19,6 +19,14 @@ Baselines (section 5.3): ``plan="unaware"`` plans with ``q_in := q_ex``; ``kinds
 program to co-located or to spread patterns.  Execution always uses the true rates (``work_of``:
 the view's job-level or per-pair locality).  Completion is the first slot whose cumulative work
 reaches ``V`` (pitfall P3).
+
+Covering inflation (pitfall P6): each LP + RR-PC step takes a tuple of ``eps`` values, solves
+the LP for each target ``(1 + eps) V`` and keeps the cheapest plan that covers ``V``.
+
+Time limit: with ``stop_at`` (a ``time.perf_counter()`` instant) both wrappers stop considering
+jobs once it passes and return what they committed so far (``Schedule.cut_short``); every loop
+here is bounded by the horizon, the arriving jobs and the deadlines, and each LP gets at most the
+time left.
 """
 
 from __future__ import annotations
@@ -30,8 +38,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ...checking.core import TOL
 from ..oasis.prices import PricedPool
-from .pcilp import CO_LOCATED, SPREAD, LocalityJob, Patterns, earliest_deadline, largest_fit, patterns, plan_of, solve_lp
+from .pcilp import CO_LOCATED, SPREAD, LocalityJob, Patterns, Plan, earliest_deadline, largest_fit, patterns, plan_of, solve_lp
 from .rounding import rr_pc
 
 ORDERS = ("sjf", "fifo")
@@ -50,6 +59,7 @@ class Schedule:
     attempts: int = 0
     repairs: int = 0
     decision_s: list[float] = field(default_factory=list)
+    cut_short: bool = False
 
     def total_delay(self, jobs: Sequence[LocalityJob]) -> float:
         """``sum_i w_i (C_i - a_i + 1)`` over the completed jobs."""
@@ -75,7 +85,7 @@ def executed_completion(job: LocalityJob, tasks: list[Task],
     for t in sorted({s for s, _, _ in tasks}):
         here = [(h, n) for s, h, n in tasks if s == t]
         done += job_level_work(job, here) if work_of is None else work_of(here)
-        if done >= job.work - 1e-9:
+        if done >= job.work * (1 - TOL) - TOL:  # the checker's rule
             return t
     return None
 
@@ -83,45 +93,69 @@ def executed_completion(job: LocalityJob, tasks: list[Task],
 def arrival_order(jobs: Sequence[LocalityJob], capacity: np.ndarray, t: int, order: str) -> list[int]:
     arriving = [i for i, j in enumerate(jobs) if j.arrival == t]
     if order == "sjf":
-        arriving.sort(key=lambda i: (jobs[i].work / best_slot_rate(jobs[i], capacity), i))
+        rate = {i: best_slot_rate(jobs[i], capacity) for i in arriving}  # 0: fits nowhere beside its PSs, goes last
+        arriving.sort(key=lambda i: (jobs[i].work / rate[i] if rate[i] > 0 else np.inf, i))
     return arriving
 
 
 @dataclass(frozen=True)
 class Rounding:
-    """How a PC-ILP becomes a plan: ``rr`` (LP + RR-PC with repair) or ``ilp`` (exact 0-1 program)."""
+    """How a PC-ILP becomes a plan: ``rr`` (LP + RR-PC with repair, cheapest over ``eps``) or ``ilp`` (exact 0-1 program)."""
 
     solver: str = "rr"
-    eps: float = 0.0
+    eps: tuple[float, ...] = (0.0,)
     attempts: int = 5
     kinds: tuple[int, ...] = BOTH
+    stop_at: float | None = None
+
+    def time_left(self) -> float:
+        return 30.0 if self.stop_at is None else max(0.1, min(30.0, self.stop_at - time.perf_counter()))
 
     def plan(self, p: Patterns, rng: np.random.Generator, out: Schedule) -> np.ndarray | None:
-        out.lps += 1
-        z = solve_lp(p, integer=self.solver == "ilp")
-        if z is None:
-            return None
+        """The cheapest plan covering ``V`` over the ``eps`` tried (``p`` built with target ``V``), or ``None``."""
         if self.solver == "ilp":
-            return plan_of(p, z).chosen
-        rounded = rr_pc(p, z, rng, self.attempts)
-        out.attempts += rounded.attempts
-        out.repairs += int(rounded.repaired)
-        return None if rounded.plan is None else rounded.plan.chosen
+            out.lps += 1
+            z = solve_lp(p, time_limit=self.time_left(), integer=True)
+            return None if z is None else plan_of(p, z).chosen
+        best: Plan | None = None
+        for eps in self.eps:
+            inflated = dataclasses.replace(p, target=(1.0 + eps) * p.job.work)
+            out.lps += 1
+            z = solve_lp(inflated, time_limit=self.time_left())
+            if z is None:
+                continue
+            rounded = rr_pc(inflated, z, rng, self.attempts)
+            out.attempts += rounded.attempts
+            out.repairs += int(rounded.repaired)
+            if rounded.plan is not None and (best is None or rounded.plan.cost < best.cost - 1e-9):
+                best = rounded.plan
+        return None if best is None else best.chosen
+
+
+def _out_of_time(stop_at: float | None, out: Schedule) -> bool:
+    if stop_at is not None and time.perf_counter() > stop_at:
+        out.cut_short = True
+    return out.cut_short
 
 
 def v_greedy(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, order: str = "sjf", solver: str = "rr",
-             eps: float = 0.0, attempts: int = 5, seed: int = 0, plan: str = "aware", kinds: tuple[int, ...] = BOTH,
-             work_of: Callable[[int, list[tuple[int, int]]], float] | None = None) -> Schedule:
+             eps: float | tuple[float, ...] = 0.0, attempts: int = 5, seed: int = 0, plan: str = "aware",
+             kinds: tuple[int, ...] = BOTH, work_of: Callable[[int, list[tuple[int, int]]], float] | None = None,
+             stop_at: float | None = None) -> Schedule:
     """V-Greedy on ``jobs`` over machines ``capacity`` (H, R) and slots ``0..slots-1``."""
     residual = np.repeat(capacity[:, :, None], slots, axis=2).astype(float)
     rng = np.random.default_rng(seed)
-    rounding = Rounding(solver, eps, attempts, kinds)
+    rounding = Rounding(solver, _eps_tuple(eps), attempts, kinds, stop_at)
     out = Schedule()
     for t in range(slots):
         for i in arrival_order(jobs, capacity, t, order):
+            if _out_of_time(stop_at, out):
+                return out
             began = time.perf_counter()
             planned = dataclasses.replace(jobs[i], q_in=jobs[i].q_ex) if plan == "unaware" else jobs[i]
             chosen = _first_deadline(planned, t, slots, residual, rounding, rng, out)
+            if out.cut_short:
+                return out
             if chosen is None:
                 out.rejected.append(i)
             else:
@@ -130,13 +164,19 @@ def v_greedy(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, orde
     return out
 
 
+def _eps_tuple(eps: float | tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(float(e) for e in eps) if isinstance(eps, (tuple, list)) else (float(eps),)
+
+
 def _first_deadline(job: LocalityJob, start: int, slots: int, residual: np.ndarray, rounding: Rounding,
                     rng: np.random.Generator, out: Schedule) -> tuple[Patterns, np.ndarray] | None:
-    first = earliest_deadline(job, start, residual, rounding.eps, rounding.kinds)
+    first = earliest_deadline(job, start, residual, min(rounding.eps), rounding.kinds)
     if first is None:
         return None
     for deadline in range(first, slots):
-        p = patterns(job, start, deadline, residual, eps=rounding.eps, kinds=rounding.kinds)
+        if _out_of_time(rounding.stop_at, out):
+            return None
+        p = patterns(job, start, deadline, residual, kinds=rounding.kinds)
         chosen = rounding.plan(p, rng, out)
         if chosen is not None:
             return p, chosen
@@ -174,25 +214,30 @@ class Prices:
 
 
 def v_pd(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, prices: Prices, order: str = "sjf",
-         eps: float = 0.0, attempts: int = 5, seed: int = 0,
-         work_of: Callable[[int, list[tuple[int, int]]], float] | None = None) -> tuple[Schedule, dict[int, float]]:
+         eps: float | tuple[float, ...] = 0.0, attempts: int = 5, seed: int = 0,
+         work_of: Callable[[int, list[tuple[int, int]]], float] | None = None,
+         stop_at: float | None = None) -> tuple[Schedule, dict[int, float]]:
     """V-PD; returns the schedule and each job's best payoff (admitted iff positive)."""
     pool = PricedPool(capacity, slots, prices.L, prices.U)
     rng = np.random.default_rng(seed)
-    rounding = Rounding("rr", eps, attempts)
+    rounding = Rounding("rr", _eps_tuple(eps), attempts, stop_at=stop_at)
     out = Schedule()
     payoffs: dict[int, float] = {}
     for t in range(slots):
         for i in arrival_order(jobs, capacity, t, order):
+            if _out_of_time(stop_at, out):
+                return out, payoffs
             began = time.perf_counter()
             residual = pool.free()
             best: tuple[float, tuple[Patterns, np.ndarray]] | None = None
-            first = earliest_deadline(jobs[i], t, residual, eps)
+            first = earliest_deadline(jobs[i], t, residual, min(rounding.eps))
             for deadline in range(first if first is not None else slots, slots):
+                if _out_of_time(stop_at, out):
+                    return out, payoffs
                 value = prices.utility(i, deadline - t + 1)
-                if value <= (0.0 if best is None else best[0]):
+                if not value > (0.0 if best is None else best[0]):
                     break  # the utility only falls with the deadline and costs are positive
-                p = patterns(jobs[i], t, deadline, residual, kappa=pool.price, eps=eps)
+                p = patterns(jobs[i], t, deadline, residual, kappa=pool.price)
                 chosen = rounding.plan(p, rng, out)
                 if chosen is None:
                     continue

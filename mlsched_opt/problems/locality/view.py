@@ -18,6 +18,18 @@ Locality (pitfall P2) is behind the ``locality`` option: ``job`` (default, secti
 every worker ``q_in`` when the job's workers and PSs sit on one machine and ``q_ex`` otherwise;
 ``pair`` lets a worker on machine ``h`` holding a share ``f_h`` of the job's PSs spend
 ``max(f_h 2g/b_in, (1 - f_h) 2g/b_ex)`` communicating, never slower than ``job``.
+
+PS placement is behind the ``ps_placement`` problem option: ``free`` (default; spec section 1.4,
+P-ORIG: any machine may host any of the job's PSs, ``gamma`` times the PS count covering the
+workers) or ``with-workers`` (observation O3 as a rule: every machine hosting ``n`` workers of a
+job hosts exactly ``ceil(n/gamma)`` of its PSs, and no machine hosts PSs alone).  O3 is a
+restriction, not "without loss of generality" (see :mod:`.offline` for a tiny counterexample).
+The online methods always place by O3, which is feasible under both values.
+
+A job's ``w_max`` is cut to the most workers that fit on the whole cluster (K2 can never bind
+above it); a job that could still run more than :data:`MAX_WORKERS` workers in a slot, or a
+horizon beyond :data:`MAX_SLOTS`, is refused up front (:func:`check_size`) so that no loop or
+array of the pattern model is driven by a hostile number.
 """
 
 from __future__ import annotations
@@ -31,7 +43,26 @@ from ...io.instance import Instance, Job
 from .pcilp import LocalityJob
 
 LOCALITY = ("job", "pair")
+PS_PLACEMENT = ("free", "with-workers")
 MB_TO_GBIT = 8.0 / 1000.0
+#: Largest horizon and largest per-slot worker count of one job the methods and the exact model accept.
+MAX_SLOTS = 100_000
+MAX_WORKERS = 10_000
+
+
+def o3_ps(workers: int, gamma: int) -> int:
+    """PSs observation O3 puts beside ``workers`` workers on one machine: ``ceil(workers / gamma)``."""
+    return -(-int(workers) // int(gamma))
+
+
+def check_size(view: "LocalityView", file: str | None = None) -> None:
+    """Refuse an instance whose horizon or per-slot worker count is beyond :data:`MAX_SLOTS` / :data:`MAX_WORKERS`."""
+    if view.slots > MAX_SLOTS:
+        raise InstanceError(f"problem 'locality' handles at most {MAX_SLOTS} slots, got {view.slots}", file, "time.slots")
+    for k, job in enumerate(view.jobs):
+        if job.w_max > MAX_WORKERS:
+            raise InstanceError(f"job {job.id} can run {job.w_max} workers in a slot; problem 'locality' handles at most {MAX_WORKERS}",
+                                file, f"jobs[{k}].workers.max")
 
 
 @dataclass(frozen=True)
@@ -136,18 +167,30 @@ def _job(instance: Instance, job: Job, resources: list[str], capacity: np.ndarra
         raise InstanceError("a locality job needs parameter servers; remove ps = {count = 0}", file, f"{job.path}.ps")
     timing = JobTiming(float(step["compute_s"]), 2.0 * gradient_mb * MB_TO_GBIT / b_in, 2.0 * gradient_mb * MB_TO_GBIT / b_ex,
                        int(job.local_batch_size), instance.slot_s)
+    alpha = np.array([job.worker_demand.get(r, 0.0) for r in resources], dtype=float)
+    w_max = int(min(job.workers.hi, _cluster_fit(alpha, capacity, job.workers.hi)))
     lj = LocalityJob(
         id=job.id, arrival=job.arrival_slot, work=float(job.work["epochs"]) * float(job.work["samples_per_epoch"]),
         q_in=float(timing.rate(timing.comm_in_s)), q_ex=float(timing.rate(timing.comm_ex_s)),
-        alpha=np.array([job.worker_demand.get(r, 0.0) for r in resources], dtype=float),
+        alpha=alpha,
         beta=np.array([job.ps_demand.get(r, 0.0) for r in resources], dtype=float),
-        gamma=int(step["ps_fan_in"]), w_max=int(job.workers.hi), weight=job.weight,
+        gamma=int(step["ps_fan_in"]), w_max=w_max, weight=job.weight,
     )
-    if not (lj.demand(1)[None, :] <= capacity + 1e-9).all(axis=1).any():
-        raise InstanceError("one worker with its PS fits on no server (the model keeps a job's PSs on its workers' machines)",
-                            file, f"{job.path}.demand")
+    # a job whose worker or PS fits nowhere can never run under any placement; one whose worker and PS
+    # fit only on different machines is fine (ps_placement=free), it just never runs under O3
+    for task, need_r in (("worker", lj.alpha), ("ps", lj.beta)):
+        if not (need_r[None, :] <= capacity + 1e-9).all(axis=1).any():
+            raise InstanceError(f"one {task} of this job fits on no server", file, f"{job.path}.demand.{task}")
     return lj, timing
 
+
+def _cluster_fit(alpha: np.ndarray, capacity: np.ndarray, cap: int) -> int:
+    """Most workers of per-worker demand ``alpha`` the whole cluster holds (PSs aside), at most ``cap``."""
+    used = alpha > 0
+    if not used.any():
+        return int(cap)
+    per_machine = np.floor(np.min(capacity[:, used] / alpha[used], axis=1) + 1e-9)
+    return int(min(cap, per_machine.sum()))
 
 
 
@@ -156,4 +199,5 @@ def total_delay(view: LocalityView, completion: dict[int, int]) -> float:
     """The family's objective: ``sum_i w_i (C_i - a_i + 1)``, a job that does not finish in the horizon counted at ``C_i = T``."""
     return float(sum(job.weight * ((completion[i] - job.arrival + 1) if i in completion else view.penalty_delay(i))
                      for i, job in enumerate(view.jobs)))
-__all__ = ["LOCALITY", "JobTiming", "LocalityView", "locality_view", "total_delay"]
+__all__ = ["LOCALITY", "MAX_SLOTS", "MAX_WORKERS", "PS_PLACEMENT", "JobTiming", "LocalityView", "check_size", "locality_view", "o3_ps",
+           "total_delay"]

@@ -7,6 +7,15 @@ worker servers and of PSs on PS servers, and earns a utility of its completion d
 Methods: ``exact`` (the offline time-expanded MILP, HiGHS or CP-SAT), ``oasis`` (exponential
 prices, best schedule by DP + greedy, admit on positive payoff), and the paper's baselines
 ``fifo``, ``drf``, ``rrh``, ``dorm``.
+
+Problem option ``ranges`` (our design): ``instance`` (default) also enforces the jobs'
+``workers = {min, max}`` and ``ps = {min, max}`` in every slot a job runs in (see :mod:`.view`);
+``paper`` keeps only the paper's cap (3) and PS rules (6)-(7).  The other options are knobs of
+the OASiS method.  The algorithms stop planning at ``--time-limit`` and return what they have
+(status ``feasible``, the message says the run was cut short); sizes no method could handle
+(:data:`.view.MAX_SLOTS`, ``MAX_CELLS``, ``MAX_TASKS``, ``MAX_WORK``, the DP's
+:data:`.subroutine.MAX_TABLE`, the MILP's :data:`.formulation.MAX_VARIABLES`) are refused up
+front with the field named.
 """
 
 from __future__ import annotations
@@ -18,6 +27,10 @@ from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
 from .methods import OASIS_GUARANTEE, baseline, decision_from_model, run_oasis
 from .subroutine import UNITS
+from .view import RANGES
+
+#: Domain of the given prices: positive (the price function is L (U/L)^share) and finite [our design].
+PRICE_MIN, PRICE_MAX = 1e-12, 1e12
 
 FAMILY = Family(
     name="oasis",
@@ -37,14 +50,19 @@ FAMILY = Family(
         Method("dorm", "baseline", baseline("dorm"), "Dorm: all admitted, utilisation MILP with fairness and adjustment limits at every arrival/completion"),
     ),
     options=(
+        Option("ranges", "instance", RANGES,
+               "instance: every slot a job runs in keeps workers in [workers.min, min(N, workers.max)] and PSs in "
+               "[ps.min, ps.max]; paper: only the paper's cap (3) and PS rules (6)-(7)", problem=True),
+        # the options below are knobs of the OASiS method: they change neither the checker nor the objective
         Option("prices", "formula", ("formula", "estimated", "given"),
                "U, L from eqs (23)-(26) (the guarantee's), estimated from the jobs' value densities, or given as l1, u1, l2, u2"),
-        Option("quantile", 0.25, None, "with prices=estimated: L is this quantile of the jobs' utility per resource-slot"),
-        Option("l1", 1.0, None, "L1 with prices=given"),
-        Option("u1", 16.0, None, "U1 (every resource) with prices=given"),
-        Option("l2", 1.0, None, "L2 with prices=given"),
-        Option("u2", 4.0, None, "U2 (every resource) with prices=given"),
-        Option("estimate", 1.0, None, "mis-estimation factor on every U/L (Fig. 6: 0.2 ... 10)"),
+        Option("quantile", 0.25, None, "with prices=estimated: L is this quantile of the jobs' utility per resource-slot",
+               minimum=0.0, maximum=1.0),
+        Option("l1", 1.0, None, "L1 with prices=given", minimum=PRICE_MIN, maximum=PRICE_MAX),
+        Option("u1", 16.0, None, "U1 (every resource) with prices=given", minimum=PRICE_MIN, maximum=PRICE_MAX),
+        Option("l2", 1.0, None, "L2 with prices=given", minimum=PRICE_MIN, maximum=PRICE_MAX),
+        Option("u2", 4.0, None, "U2 (every resource) with prices=given", minimum=PRICE_MIN, maximum=PRICE_MAX),
+        Option("estimate", 1.0, None, "mis-estimation factor on every U/L (Fig. 6: 0.2 ... 10)", minimum=1e-6, maximum=1e6),
         Option("units", "chunks", UNITS, "DP work unit: the paper's chunks, or worker-slots (exact for (2)+(3))"),
     ),
 )

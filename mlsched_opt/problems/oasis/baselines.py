@@ -3,7 +3,8 @@
 The paper describes them in a sentence each; where it is vague the choice below is our design
 [PROP] (pitfall 16), stated per class.  Common to all:
 
-* a job with ``y`` workers runs ``ceil(y b / B)`` PSs (at most ``y``), so every slot meets (6)-(7);
+* a job with ``y`` workers runs ``max(ps.min, ceil(y b / B))`` PSs (at most ``y``), so every slot meets (6)-(7);
+* every worker count stays in the job's size range ``[lo, hi]`` (:mod:`.view`) or is 0 (paused);
 * FIFO and RRH run each job at a fixed gang: workers and PSs drawn uniformly from [1, 30]
   (seeded per run), workers capped by the job's cap, PSs raised to ``ceil(y b/B)`` and capped
   at ``y``, and the gang shrunk until it fits the empty cluster (otherwise one job could block
@@ -16,12 +17,13 @@ The paper describes them in a sentence each; where it is vague the choice below 
 from __future__ import annotations
 
 import heapq
+import time
 from typing import Any
 
 import numpy as np
 
 from ...solvers.highs_lp import INF, ArrayLP
-from .view import OasisJob, OasisView
+from .view import OasisJob, OasisView, fit_counts
 
 GANG_RANGE = (1, 30)
 BASELINES = ("fifo", "drf", "rrh", "dorm")
@@ -51,6 +53,9 @@ class _Pools:
 
     def place_gang(self, job: OasisJob, y: int, p: int, first_fit: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """All ``y`` workers and ``p`` PSs round-robin, or nothing (the placement is rolled back)."""
+        for kind, count, demand, ok in (("worker", y, job.worker, job.worker_ok), ("ps", p, job.ps, job.ps_ok)):
+            if count > np.sum(np.where(ok, fit_counts(self.free[kind], demand), 0)):
+                return None  # cannot fit whatever the order: refuse before placing task by task
         w = np.zeros(self.view.H, np.int64)
         z = np.zeros(self.view.K, np.int64)
         pointer = dict(self.pointer)
@@ -74,21 +79,32 @@ class _Pools:
 
 
 def _gang(view: OasisView, job: OasisJob, rng: np.random.Generator) -> tuple[int, int]:
-    y = min(int(rng.integers(GANG_RANGE[0], GANG_RANGE[1] + 1)), job.cap)
+    """The fixed gang: the draws clamped into the job's size range, shrunk until it fits the empty cluster."""
+    y = min(max(int(rng.integers(GANG_RANGE[0], GANG_RANGE[1] + 1)), job.lo), job.hi)
     p_draw = int(rng.integers(GANG_RANGE[0], GANG_RANGE[1] + 1))
-    while y > 0:
-        p = int(min(max(p_draw, job.ps_needed(y)), y))
+    while y >= job.lo:
+        p = _ps_count(job, y, p_draw)
         if _Pools(view).place_gang(job, y, p) is not None:
             return y, p
         y -= 1
     return 0, 0
 
 
+def _ps_count(job: OasisJob, y: int, wanted: int) -> int:
+    """``wanted`` PSs moved into what ``y`` workers allow: at least ``ps_needed(y)``, at most ``y`` and ``ps.max``."""
+    top = y if job.ps_max is None else min(y, job.ps_max)
+    return int(min(max(wanted, job.ps_needed(y)), top))
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
 class Fifo:
     """FIFO (Hadoop/Spark default): every job admitted; the queue head starts when its whole fixed gang
     fits, later jobs wait behind it (no backfilling) [PROP]; a started job keeps its placement."""
 
-    def __init__(self, view: OasisView, seed: int = 0):
+    def __init__(self, view: OasisView, seed: int = 0, deadline: float | None = None):
         self.view = view
         self.rng = np.random.default_rng(seed)
         self.gang: dict[int, tuple[int, int]] = {}
@@ -126,8 +142,10 @@ class Drf:
     the smallest dominant share (ties: earlier arrival), each with the PSs it then needs, until no job can
     grow (progressive filling, max-min fair in dominant shares).  Shares are over the pools' totals."""
 
-    def __init__(self, view: OasisView, seed: int = 0):
+    def __init__(self, view: OasisView, seed: int = 0, deadline: float | None = None):
         self.view = view
+        self.deadline = deadline
+        self.cut_short = 0
         self.admitted: set[int] = set()
         self.stats: dict[str, Any] = {}
         self.total_w = np.where(view.worker_capacity.sum(axis=0) > 0, view.worker_capacity.sum(axis=0), np.inf)
@@ -144,20 +162,26 @@ class Drf:
         alloc = {j.index: (np.zeros(self.view.H, np.int64), np.zeros(self.view.K, np.int64)) for j in active}
         heap = [(0.0, j.arrival, j.index) for j in active]
         heapq.heapify(heap)
+        steps = 0
         while heap:
+            steps += 1
+            if steps % 1024 == 0 and _late(self.deadline):
+                self.cut_short += 1  # out of time: the allocation so far is valid, just not max-min fair
+                break
             _, arrival, i = heapq.heappop(heap)
             job = self.view.jobs[i]
             w, z = alloc[i]
             y, p = int(w.sum()), int(z.sum())
-            if y >= job.cap:
+            step = job.lo if y == 0 else 1  # a job starts at its smallest size, then grows one worker at a time
+            if y + step > job.hi:
                 continue
-            extra = int(job.ps_needed(y + 1)) - p
-            placed = pools.place_gang(job, 1, extra)
+            extra = int(job.ps_needed(y + step)) - p
+            placed = pools.place_gang(job, step, extra)
             if placed is None:
                 continue
             w += placed[0]
             z += placed[1]
-            heapq.heappush(heap, (self.share(job, y + 1, p + extra), arrival, i))
+            heapq.heappush(heap, (self.share(job, y + step, p + extra), arrival, i))
         return alloc
 
     def completed(self, job: OasisJob, slot: int) -> None:
@@ -176,7 +200,7 @@ class Rrh:
     by its run time, exceeds the threshold 0.
     """
 
-    def __init__(self, view: OasisView, seed: int = 0):
+    def __init__(self, view: OasisView, seed: int = 0, deadline: float | None = None):
         self.view = view
         self.rng = np.random.default_rng(seed)
         self.gang: dict[int, tuple[int, int]] = {}
@@ -185,7 +209,7 @@ class Rrh:
         self.admitted: set[int] = set()
         self.dropped: set[int] = set()
         self.stats: dict[str, Any] = {"rejected": 0}
-        self.drf = Drf(view)
+        self.drf = Drf(view, deadline=deadline)
 
     def remaining(self, job: OasisJob) -> int:
         y = self.gang[job.index][0]
@@ -249,11 +273,12 @@ class Dorm:
     FAIR_SHARE = 0.5
     ADJUST_SHARE = 0.25
 
-    def __init__(self, view: OasisView, seed: int = 0, time_limit: float = 5.0):
+    def __init__(self, view: OasisView, seed: int = 0, deadline: float | None = None, time_limit: float = 5.0):
         self.view = view
+        self.deadline = deadline
         self.admitted: set[int] = set()
         self.stats: dict[str, Any] = {"milps": 0, "adjust_relaxed": 0}
-        self.drf = Drf(view)
+        self.drf = Drf(view, deadline=deadline)
         self.counts: dict[int, int] = {}
         self.alloc: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.changed = True
@@ -325,9 +350,12 @@ class Dorm:
         col_hi = np.ones(ncol)
         for k, job in enumerate(active):
             col_lo[k] = int(np.floor(self.FAIR_SHARE * fair.get(job.index, 0)))
-            col_hi[k] = col_hi[n + k] = job.cap
+            col_hi[k] = max(job.hi, 0)
+            col_hi[n + k] = job.cap if job.ps_max is None else min(job.cap, job.ps_max)
         A = np.array(rows) if rows else np.zeros((0, ncol))
-        lp = ArrayLP(c, A, lo, hi, col_lo, col_hi, maximize=True, time_limit=self.time_limit, integer=True, gap=1e-4)
+        # each MILP gets at most what is left of the run's time limit
+        left = self.time_limit if self.deadline is None else max(0.01, min(self.time_limit, self.deadline - time.perf_counter()))
+        lp = ArrayLP(c, A, lo, hi, col_lo, col_hi, maximize=True, time_limit=left, integer=True, gap=1e-4)
         res = lp.solve()
         self.stats["milps"] += 1
         if res.x is None and adjust_row is not None:
@@ -344,8 +372,11 @@ class Dorm:
         out = {}
         for job in sorted(active, key=lambda j: (-counts[j.index][0], j.arrival, j.index)):
             y, p = counts[job.index]
-            while y > 0:
-                p = int(min(max(p, job.ps_needed(y)), y))
+            if y > 0:
+                # the MILP keeps y <= hi but not y >= lo (it would need an on/off binary): round up
+                y = max(y, job.lo)
+            while job.lo <= y <= job.hi:
+                p = _ps_count(job, y, p)
                 placed = pools.place_gang(job, y, p, first_fit=True)
                 if placed is not None:
                     out[job.index] = placed

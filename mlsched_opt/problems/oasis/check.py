@@ -5,6 +5,13 @@ none of the pricing, dynamic-programming, simulation or MILP code.  A decision l
 ``admitted`` jobs (they must finish within the horizon and earn ``f(completion - arrival)``)
 and a ``schedule``; jobs a baseline started but could not finish go in ``extra.unfinished``:
 their slots must still respect every per-slot rule, and they earn nothing.
+
+Size ranges (our reading, stated in :mod:`.view`): in every slot in which a job has at least one
+worker, its worker count is in ``[workers.min, min(N, workers.max)]`` (rules ``worker-min``,
+``worker-cap``) and its PS count in ``[ps.min, ps.max]`` (``ps-min``, ``ps-max``).
+
+Any JSON value is read without crashing: a value of the wrong type or size is a ``domain`` (or
+``decision``) violation, never an exception.
 """
 
 from __future__ import annotations
@@ -13,20 +20,74 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, admitted_jobs, read_counts, unknown_jobs
+from ...checking.core import TOL, CheckResult, read_counts
 from ...io.instance import Instance
 from .view import oasis_view
 
+#: Larger task counts are refused as out of domain: every count is then exact in a float.
+MAX_COUNT = 2**53
+
+
+def _ids(result: CheckResult, instance: Instance, value: Any, where: str) -> list[str]:
+    """A list of known job ids; anything else in ``value`` is a named violation."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        result.add("domain", where, f"must be a list of job ids, got {type(value).__name__}")
+        return []
+    out = []
+    for n, item in enumerate(value):
+        if not isinstance(item, str):
+            result.add("domain", f"{where}[{n}]", f"a job id must be a string, got {type(item).__name__}")
+        elif instance.job(item) is None:
+            result.add("unknown-job", f"{where}.{item}", "no such job in the instance")
+        else:
+            out.append(item)
+    if len(set(out)) != len(out):
+        result.add(where.split(".")[-1], where, "a job is listed more than once")
+    return out
+
+
+def _counts(result: CheckResult, instance: Instance, ijob, task: str, value: Any, where: str) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        result.add("domain", where, f"must be a mapping server -> count, got {type(value).__name__}")
+        return {}
+    sane = {}
+    for name, count in value.items():
+        if not isinstance(name, str):
+            result.add("domain", f"{where}.{name!r}", "a server name must be a string")
+        elif isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
+            result.add("domain", f"{where}.{name}", f"count {count} is beyond any cluster (> 2**53)")
+        else:
+            sane[name] = count
+    return read_counts(result, instance, ijob, task, sane, where)
+
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
-    view = oasis_view(instance)
-    schedule = decision.get("schedule") or {}
+    ranged = options.get("ranges", "instance") == "instance"
+    view = oasis_view(instance, "instance" if ranged else "paper")
+    if not isinstance(decision, Mapping):
+        result.add("decision", "decision", f"must be a mapping, got {type(decision).__name__}")
+        return
+    schedule = decision.get("schedule")
+    if schedule is None:
+        schedule = {}
+    if not isinstance(schedule, Mapping):
+        result.add("domain", "schedule", f"must be a mapping job -> list of slots, got {type(schedule).__name__}")
+        schedule = {}
     if decision.get("placement"):
         result.add("decision", "placement", "OASiS decisions are slotted; use schedule")
-    admitted = admitted_jobs(result, instance, decision)
-    unfinished = set((decision.get("extra") or {}).get("unfinished", []))
-    unknown_jobs(result, instance, schedule, "schedule")
-    unknown_jobs(result, instance, list(unfinished), "extra.unfinished")
+    admitted = set(_ids(result, instance, decision.get("admitted"), "admitted"))
+    extra = decision.get("extra")
+    if extra is not None and not isinstance(extra, Mapping):
+        result.add("domain", "extra", f"must be a mapping, got {type(extra).__name__}")
+        extra = None
+    unfinished = set(_ids(result, instance, (extra or {}).get("unfinished"), "extra.unfinished"))
+    for job_id in schedule:
+        if not isinstance(job_id, str) or instance.job(job_id) is None:
+            result.add("unknown-job", f"schedule.{job_id}", "no such job in the instance")
     for job_id in sorted(admitted & unfinished):
         result.add("admitted", job_id, "listed as both admitted and unfinished")
     servers = {name: ("worker", h) for h, name in enumerate(view.worker_servers)}
@@ -35,7 +96,12 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             "ps": np.zeros((view.K, len(view.resources), view.slots))}
     objective = 0.0
     for job in view.jobs:
-        entries = schedule.get(job.id, [])
+        entries = schedule.get(job.id)
+        if entries is None:
+            entries = []
+        if not isinstance(entries, list):
+            result.add("domain", f"schedule.{job.id}", f"must be a list of slots, got {type(entries).__name__}")
+            entries = []
         if job.id not in admitted and job.id not in unfinished:
             if entries:
                 result.add("schedule", f"schedule.{job.id}", "job is neither admitted nor unfinished but has a schedule")
@@ -46,21 +112,30 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         seen: set[int] = set()
         for n, entry in enumerate(entries):
             where = f"schedule.{job.id}[{n}]"
+            if not isinstance(entry, Mapping):
+                result.add("domain", where, f"must be a mapping {{slot, workers, ps}}, got {type(entry).__name__}")
+                continue
             t = entry.get("slot")
             if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < view.slots:
-                result.add("domain", where, f"slot must be an integer in [0, {view.slots - 1}], got {t!r}")
+                result.add("domain", where, f"slot must be an integer in [0, {view.slots - 1}], got {t!r:.60}")
                 continue
             if t in seen:
                 result.add("schedule", where, f"slot {t} appears twice")
                 continue
             seen.add(t)
-            y = read_counts(result, instance, ijob, "worker", entry.get("workers"), f"{where}.workers")
-            z = read_counts(result, instance, ijob, "ps", entry.get("ps"), f"{where}.ps")
+            y = _counts(result, instance, ijob, "worker", entry.get("workers"), f"{where}.workers")
+            z = _counts(result, instance, ijob, "ps", entry.get("ps"), f"{where}.ps")
             Y, Z = sum(y.values()), sum(z.values())
             if (Y or Z) and t < job.arrival:
                 result.add("arrival", where, f"runs in slot {t} before its arrival slot {job.arrival}")
             if Y > job.cap:
                 result.add("worker-cap", where, f"{Y} workers > cap {job.cap}")
+            if ranged and Y and Y < ijob.workers.lo:
+                result.add("worker-min", where, f"{Y} workers < workers.min {ijob.workers.lo}")
+            if ranged and Y and Z < ijob.ps.lo:
+                result.add("ps-min", where, f"{Z} PSs < ps.min {ijob.ps.lo}")
+            if ranged and Z > ijob.ps.hi:
+                result.add("ps-max", where, f"{Z} PSs > ps.max {ijob.ps.hi}")
             if Y * job.b > Z * job.B * (1 + TOL) + TOL:
                 result.add("ps-bandwidth", where, f"{Y} workers x {job.b:g} Gbps > {Z} PSs x {job.B:g} Gbps")
             if Z > Y:

@@ -10,6 +10,10 @@ binary:
 * ``sum_{h, t} y[i, h, t] >= ceil(E N rho) x[i]``   (enough work (2); y is integer)
 * capacity (4)/(5) per server, resource and slot; ``b sum_h y <= B sum_k z`` (6); ``sum_k z <= sum_h y`` (7);
   variables exist only from the arrival slot on (9)/(10) and on servers the job may use.
+* the instance's size ranges (:mod:`.view`, our reading): ``sum_k z <= ps.max``, and for a job with
+  ``lo > 1`` or ``ps.min > 1`` a binary ``v[i, t]`` (runs in slot t) with
+  ``lo v <= sum_h y <= hi v`` and ``sum_k z >= ps.min v``; a job with an empty range gets no worker
+  variables, so (2) keeps ``x = 0``.
 
 Objective ``max sum_{i, t} f_i(t - a_i) u[i, t]``.  The completion slot is the last slot with
 workers: a solution may not leave workers after ``t`` with ``u = 1`` (second row), and
@@ -23,25 +27,34 @@ from typing import Any, Mapping
 import numpy as np
 import pyomo.environ as pyo
 
+from ...errors import InstanceError
 from ...io.instance import Instance
 from .view import OasisJob, OasisView, fit_counts, oasis_view
 
 
+#: Largest offline model built (our design): Pyomo takes minutes to build one of this size.
+MAX_VARIABLES = 2_000_000
+
+
 def _task_bound(job: OasisJob, capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    return np.minimum(fit_counts(capacity, demand), job.cap)
+    return np.minimum(fit_counts(capacity, demand), job.hi if job.runnable else 0)
 
 
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
-    return offline_model(oasis_view(instance))
+    return offline_model(oasis_view(instance, options.get("ranges", "instance")), instance.file)
 
 
-def offline_model(view: OasisView) -> pyo.ConcreteModel:
+def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel:
     """The time-expanded MILP of the module docstring."""
     T = view.slots
     m = pyo.ConcreteModel(name="oasis_offline")
     jobs = {j.index: j for j in view.jobs}
     wbound = {i: _task_bound(j, view.worker_capacity, j.worker) * j.worker_ok for i, j in jobs.items()}
     pbound = {i: _task_bound(j, view.ps_capacity, j.ps) * j.ps_ok for i, j in jobs.items()}
+    size = sum((int(np.count_nonzero(wbound[i])) + int(np.count_nonzero(pbound[i])) + 1) * (T - j.arrival) for i, j in jobs.items())
+    if size > MAX_VARIABLES:
+        raise InstanceError(f"the offline MILP would have {size} variables, more than the {MAX_VARIABLES} the exact method "
+                            "builds; use an algorithm (--method oasis) or fewer slots, servers or jobs", file, "time.slots")
     Y = [(i, h, t) for i, j in jobs.items() for h in range(view.H) if wbound[i][h] > 0 for t in range(j.arrival, T)]
     Z = [(i, k, t) for i, j in jobs.items() for k in range(view.K) if pbound[i][k] > 0 for t in range(j.arrival, T)]
     U = [(i, t) for i, j in jobs.items() for t in range(j.arrival, T)]
@@ -85,6 +98,24 @@ def offline_model(view: OasisView) -> pyo.ConcreteModel:
     m.runs_at_completion = pyo.Constraint(U, rule=runs_at_completion)
     m.ps_cover = pyo.Constraint(U, rule=cover)
     m.ps_le_workers = pyo.Constraint(U, rule=ps_le_workers)
+
+    # size ranges: a job that cannot run at any count has no worker variables (_task_bound), so
+    # (2) keeps it out (no fixed variables: not every solver interface treats them alike); the
+    # bounds below need a run indicator only when "running" does not already imply them (lo = 1
+    # and ps.min <= 1, where y >= 1 and (6) give z >= 1)
+    ranged = [(i, t) for i, t in U if (i, t) in workers and (jobs[i].lo > 1 or jobs[i].ps_min > 1)]
+    m.v = pyo.Var(ranged, domain=pyo.Binary)
+    m.workers_lo = pyo.Constraint(ranged, rule=lambda m, i, t: workers[i, t] >= jobs[i].lo * m.v[i, t])
+    m.workers_hi = pyo.Constraint(ranged, rule=lambda m, i, t: workers[i, t] <= jobs[i].hi * m.v[i, t])
+    m.ps_lo = pyo.Constraint(ranged, rule=lambda m, i, t: pss.get((i, t), 0) >= jobs[i].ps_min * m.v[i, t])
+
+    def ps_hi(m, i, t):
+        z = pss.get((i, t))
+        cap = jobs[i].ps_max
+        # with ps.max >= cap, (7) and (3) already keep z <= y <= cap
+        return pyo.Constraint.Skip if z is None or cap is None or cap >= jobs[i].cap else z <= cap
+
+    m.ps_hi = pyo.Constraint(U, rule=ps_hi)
 
     def capacity(var, keys, cap, demand_of):
         rows = {}
@@ -143,6 +174,12 @@ def single_job_model(job: OasisJob, T: int, worker_price: np.ndarray, ps_price: 
     m.before = pyo.Constraint(S, rule=lambda m, t: y[t] <= job.cap * sum(m.u[s] for s in range(t, T)))
     m.cover = pyo.Constraint(S, rule=lambda m, t: job.b * y[t] <= job.B * z[t])
     m.ps_le = pyo.Constraint(S, rule=lambda m, t: z[t] <= y[t])
+    # the size ranges, as in the offline model (lo > hi leaves v = 0, so no work and x = 0)
+    m.v = pyo.Var(S, domain=pyo.Binary)
+    m.range_lo = pyo.Constraint(S, rule=lambda m, t: y[t] >= job.lo * m.v[t])
+    m.range_hi = pyo.Constraint(S, rule=lambda m, t: y[t] <= max(job.hi, 0) * m.v[t])
+    m.ps_lo = pyo.Constraint(S, rule=lambda m, t: z[t] >= job.ps_min * m.v[t])
+    m.ps_hi = pyo.Constraint(S, rule=lambda m, t: z[t] <= (job.ps_max if job.ps_max is not None else job.cap))
     if units == "chunks":
         m.d = pyo.Var(S, domain=pyo.NonNegativeIntegers)
         m.chunks = pyo.Constraint(expr=sum(m.d[t] for t in S) >= job.chunks * m.x)

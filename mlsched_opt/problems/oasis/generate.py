@@ -50,13 +50,16 @@ STORAGE_GB = 1000
 SLOT_S = 3600.0
 PHILLY = "philly/philly_jobs.csv"
 CLASSES = (("insensitive", 0.10), ("sensitive", 0.55), ("critical", 0.35))
+#: Generator sizes refused up front (our design): far beyond the paper's (400 jobs, 50 + 50 servers, T = 300, E <= 200).
+MAX_EPOCHS = 10_000
+MAX_JOBS, MAX_SERVERS, MAX_SLOTS = 100_000, 10_000, 100_000
 
 OPTIONS = (
     Option("setting", "calibrated", ("calibrated", "literal"), "tau per chunk (calibrated) or per mini-batch as printed (literal; many jobs cannot finish)"),
     Option("arrivals", "uniform", ("uniform", "philly"), "arrival slots: uniform, or the Philly trace's submission times rescaled to the horizon"),
-    Option("gamma1_min", 1.0, None, "lower end of the priority range gamma1 (Fig. 5 uses 1, 25, 50, 75)"),
-    Option("epochs_min", 50, None, "fewest epochs E (paper 50; small ratio instances use fewer)"),
-    Option("epochs_max", 200, None, "most epochs E (paper 200)"),
+    Option("gamma1_min", 1.0, None, "lower end of the priority range gamma1 (Fig. 5 uses 1, 25, 50, 75)", minimum=0.0, maximum=100.0),
+    Option("epochs_min", 50, None, "fewest epochs E (paper 50; small ratio instances use fewer)", minimum=1, maximum=MAX_EPOCHS),
+    Option("epochs_max", 200, None, "most epochs E (paper 200)", minimum=1, maximum=MAX_EPOCHS),
 )
 
 
@@ -65,6 +68,9 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
     opts = dict(spec.options)
     if not 1 <= opts.get("epochs_min", 50) <= opts.get("epochs_max", 200):
         raise UserError(f"need 1 <= epochs_min <= epochs_max, got {opts.get('epochs_min')} and {opts.get('epochs_max')}", field="--set epochs_min")
+    for name, value, top in (("--jobs", spec.jobs, MAX_JOBS), ("--servers", spec.servers, MAX_SERVERS), ("--slots", spec.slots or 10, MAX_SLOTS)):
+        if not 1 <= value <= top:
+            raise UserError(f"the oasis generator takes 1 <= {name.lstrip('-')} <= {top}, got {value}", field=name)
     T = spec.slots or 10
     M = spec.servers
     servers = []

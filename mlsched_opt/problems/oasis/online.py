@@ -37,13 +37,18 @@ class Outcome:
     completion: dict[int, int]
     admitted: list[int]
     stats: dict[str, Any] = field(default_factory=dict)
+    #: the slot at which the run stopped for the time limit (None: it ran the whole horizon)
+    cut_at: int | None = None
 
     def utility(self, view: OasisView) -> float:
         return float(sum(view.jobs[i].value(t) for i, t in self.completion.items()))
 
 
-def simulate(view: OasisView, policy: Policy, progress=None) -> Outcome:
-    """Run ``policy`` over the horizon (``progress(slot)`` is called once per slot, for long runs)."""
+def simulate(view: OasisView, policy: Policy, progress=None, deadline: float | None = None) -> Outcome:
+    """Run ``policy`` over the horizon (``progress(slot)`` is called once per slot, for long runs).
+
+    Past ``deadline`` (``time.perf_counter()``) the run stops before the next slot: what ran so far
+    is a valid (partial) schedule, jobs not finished by then earn nothing, ``cut_at`` says where."""
     T = view.slots
     work = {j.index: 0 for j in view.jobs}
     workers: dict[int, np.ndarray] = {}
@@ -53,7 +58,11 @@ def simulate(view: OasisView, policy: Policy, progress=None) -> Outcome:
     for job in view.jobs:
         arrivals.setdefault(job.arrival, []).append(job)
     active: list[OasisJob] = []
+    cut_at = None
     for t in range(T):
+        if deadline is not None and time.perf_counter() > deadline:
+            cut_at = t
+            break
         for job in arrivals.get(t, []):
             policy.arrive(job, t)
             active.append(job)
@@ -70,7 +79,7 @@ def simulate(view: OasisView, policy: Policy, progress=None) -> Outcome:
         if progress is not None:
             progress(t)
     admitted = sorted(getattr(policy, "admitted", set()) | set(completion))
-    return Outcome(workers, ps, completion, admitted, dict(getattr(policy, "stats", {})))
+    return Outcome(workers, ps, completion, admitted, dict(getattr(policy, "stats", {})), cut_at)
 
 
 class Oasis:
@@ -81,9 +90,11 @@ class Oasis:
     and demands are small next to capacities.
     """
 
-    def __init__(self, view: OasisView, params: PriceParams, units: str = "chunks"):
+    def __init__(self, view: OasisView, params: PriceParams, units: str = "chunks", deadline: float | None = None):
         self.view = view
         self.units = units
+        self.deadline = deadline
+        self.cut_short = 0
         self.workers = PricedPool(view.worker_capacity, view.slots, params.L1, params.U1)
         self.pss = PricedPool(view.ps_capacity, view.slots, params.L2, params.U2)
         self.plans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -94,7 +105,11 @@ class Oasis:
 
     def arrive(self, job: OasisJob, slot: int) -> None:
         start = time.perf_counter()
-        plan = best_schedule(job, self.workers, self.pss, self.units)
+        if self.deadline is not None and start > self.deadline:
+            self.cut_short += 1  # out of time: the job is rejected unplanned, the admitted keep their plans
+            return
+        plan = best_schedule(job, self.workers, self.pss, self.units, self.deadline)
+        self.cut_short += plan.cut_short
         if plan.payoff > 0:
             self.workers.reserve(plan.workers, job.worker)
             self.pss.reserve(plan.ps, job.ps)

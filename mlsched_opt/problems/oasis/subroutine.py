@@ -23,10 +23,12 @@ among equal costs, servers are sorted stably by price (index breaks ties).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import InstanceError
 from .prices import PricedPool
 from .view import OasisJob, ceil, fit_counts, floor
 
@@ -34,6 +36,8 @@ UNITS = ("chunks", "worker-slots")
 #: Relative tolerance for "equal cost" when the DP is unwound.
 TIE = 1e-12
 _BLOCK = 1 << 20
+#: Largest DP table (work units + 1) planned; a job needing more is refused up front (our design).
+MAX_TABLE = 10_000_000
 
 
 @dataclass
@@ -49,6 +53,7 @@ class Plan:
     workers: np.ndarray
     ps: np.ndarray
     deadlines: int = 0
+    cut_short: bool = False
 
     @property
     def admitted(self) -> bool:
@@ -76,15 +81,16 @@ def _fill_costs(unit: np.ndarray, caps: np.ndarray, limit: int) -> tuple[np.ndar
 
 
 def slot_cost(job: OasisJob, w_unit: np.ndarray, w_caps: np.ndarray, p_unit: np.ndarray, p_caps: np.ndarray) -> _Slot:
-    """COST_t for every worker count: ``cost[y]`` is finite for ``y = 0..Y``, the largest count the slot can host
-    (with its PSs).  ``w_unit[h]``/``p_unit[k]`` are the prices of one task, ``*_caps`` how many fit."""
-    w_cost, w_order, w_caps = _fill_costs(w_unit, w_caps, job.cap)
+    """COST_t for every worker count: ``cost[y]`` for ``y = 0..Y``, ``Y`` the largest count the slot can host
+    (with its PSs); ``inf`` for a count outside the job's size range (``0 < y < lo``, :mod:`.view`).
+    ``w_unit[h]``/``p_unit[k]`` are the prices of one task, ``*_caps`` how many fit."""
+    w_cost, w_order, w_caps = _fill_costs(w_unit, w_caps, max(job.hi, 0))
     y = np.arange(len(w_cost))
-    need = job.ps_needed(y)
-    p_cost, p_order, p_caps = _fill_costs(p_unit, p_caps, int(need[-1]) if len(need) else 0)
-    ok = need <= len(p_cost) - 1
+    need = np.asarray(job.ps_needed(y))
+    p_cost, p_order, p_caps = _fill_costs(p_unit, p_caps, int(need.max()) if len(need) else 0)
+    ok = (need <= len(p_cost) - 1) & ((y == 0) | (y >= job.lo))
     top = int(np.flatnonzero(ok)[-1]) + 1 if ok.any() else 1
-    cost = w_cost[:top] + p_cost[need[:top]]
+    cost = np.where(ok[:top], w_cost[:top] + p_cost[np.minimum(need[:top], len(p_cost) - 1)], np.inf)
     return _Slot(cost, w_order, w_caps, p_order, p_caps)
 
 
@@ -96,23 +102,32 @@ def _spread(count: int, order: np.ndarray, caps: np.ndarray, n: int) -> np.ndarr
     return out
 
 
-def _step(old: np.ndarray, d: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``new[D] = min_j c[j] + old[max(D - d[j], 0)]`` (candidates that overshoot D cost what exact D costs)."""
+def _step(old: np.ndarray, d: np.ndarray, c: np.ndarray, deadline: float | None = None) -> tuple[np.ndarray, bool]:
+    """``new[D] = min_j c[j] + old[max(D - d[j], 0)]`` (candidates that overshoot D cost what exact D costs).
+
+    Past ``deadline`` the remaining candidates are skipped (returned flag True): every entry is then
+    still the cost of a real schedule, only perhaps not the cheapest."""
     size = old.size
     new = np.full(size, np.inf)
     ar = np.arange(size)
     rows = max(1, _BLOCK // size)
     for s in range(0, d.size, rows):
+        if s and deadline is not None and time.perf_counter() > deadline:
+            return new, True
         idx = np.maximum(ar[None, :] - d[s:s + rows, None], 0)
         new = np.minimum(new, (c[s:s + rows, None] + old[idx]).min(axis=0))
-    return new
+    return new, False
 
 
-def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str = "chunks") -> Plan:
+def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str = "chunks",
+                  deadline: float | None = None) -> Plan:
     """Algorithm 2 at the pools' current prices and residual capacities; see the module docstring.
 
     Returns the schedule with the largest strictly positive payoff (the earliest deadline among
-    equals) or an empty plan with payoff 0 when none is positive (the job is rejected).
+    equals) or an empty plan with payoff 0 when none is positive (the job is rejected).  A job that
+    cannot finish even on every free worker it may use is rejected without a DP; a DP table beyond
+    :data:`MAX_TABLE` is an :class:`InstanceError`.  Past ``deadline`` (``time.perf_counter()``) the
+    completion slots not yet tried are skipped: the best plan so far is returned, ``cut_short`` set.
     """
     T = workers.slots
     H, K = workers.capacity.shape[0], ps.capacity.shape[0]
@@ -122,35 +137,51 @@ def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str
         total, per = job.chunks, job.rho
     else:
         total, per = job.work_slots, 1.0
-    if total == 0:
+    if total == 0 or not job.runnable:
         return empty
     w_unit = workers.unit_price(job.worker)[:, a:]
     p_unit = ps.unit_price(job.ps)[:, a:]
     w_caps = np.where(job.worker_ok[:, None], fit_counts(workers.free()[:, :, a:].transpose(0, 2, 1), job.worker), 0)
     p_caps = np.where(job.ps_ok[:, None], fit_counts(ps.free()[:, :, a:].transpose(0, 2, 1), job.ps), 0)
-    w_caps = np.minimum(w_caps, job.cap)
-    p_caps = np.minimum(p_caps, job.cap)
+    w_caps = np.minimum(w_caps, job.hi)
+    p_caps = np.minimum(p_caps, job.hi)
+    most = np.minimum(w_caps.sum(axis=0), job.hi)  # workers per slot, an upper bound
+    reachable = int(np.sum(np.where(most >= job.lo, floor(most / per), 0)))
+    if total > reachable:
+        return empty  # no schedule finishes, whatever the prices
+    if total + 1 > MAX_TABLE:
+        raise InstanceError(f"job {job.id} needs {total} {units} of work; OASiS's DP handles at most {MAX_TABLE - 1} "
+                            "(try --set units=worker-slots, or fewer epochs/chunks)", None, f"jobs[{job.index}].work")
 
     table = np.full(total + 1, np.inf)
     table[0] = 0.0
     tables: list[np.ndarray] = []
     slots: list[_Slot] = []
     best, best_t = 0.0, None
+    cut = False
     for t in range(a, T):
+        if deadline is not None and time.perf_counter() > deadline:
+            cut = True
+            break
         f = float(job.value(t))
         if f <= best:
             break  # the cost is >= 0 and f never rises, so no later deadline can do strictly better
         slot = slot_cost(job, w_unit[:, t - a], w_caps[:, t - a], p_unit[:, t - a], p_caps[:, t - a])
-        d = np.minimum(floor(np.arange(slot.cost.size) / per), total)
+        ys = np.flatnonzero(np.isfinite(slot.cost))  # the counts the size range allows (0 always)
+        d = np.minimum(floor(ys / per), total)
         d, first = np.unique(d, return_index=True)  # the fewest workers that train each chunk count
-        table = _step(table, d, slot.cost[first]) if d[-1] > 0 else table.copy()
+        if d[-1] > 0:
+            table, late = _step(table, d, slot.cost[ys[first]], deadline)
+            cut = cut or late
+        else:
+            table = table.copy()
         tables.append(table)
         slots.append(slot)
         if f - table[total] > best:
             best, best_t = f - table[total], t
     if best_t is None:
-        return Plan(None, 0.0, 0.0, empty.workers, empty.ps, deadlines=len(tables))
-    y = _unwind(tables[: best_t - a + 1], slots, total, per)
+        return Plan(None, 0.0, 0.0, empty.workers, empty.ps, deadlines=len(tables), cut_short=cut)
+    y = _unwind(tables[: best_t - a + 1], slots, total, per, job.lo)
     plan_w = np.zeros((H, T), np.int64)
     plan_p = np.zeros((K, T), np.int64)
     for offset, count in enumerate(y):
@@ -159,17 +190,20 @@ def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str
             plan_w[:, a + offset] = _spread(count, slot.w_order, slot.w_caps, H)
             plan_p[:, a + offset] = _spread(int(job.ps_needed(count)), slot.p_order, slot.p_caps, K)
     cost = float(tables[best_t - a][total])
-    return Plan(best_t, best, cost, plan_w, plan_p, deadlines=len(tables))
+    return Plan(best_t, best, cost, plan_w, plan_p, deadlines=len(tables), cut_short=cut)
 
 
-def _unwind(tables: list[np.ndarray], slots: list[_Slot], total: int, per: float) -> list[int]:
-    """Worker counts per slot of the DP optimum, latest slot first, taking the smallest ``d`` among equal costs."""
+def _unwind(tables: list[np.ndarray], slots: list[_Slot], total: int, per: float, lo: int = 1) -> list[int]:
+    """Worker counts per slot of the DP optimum, latest slot first, taking the smallest ``d`` among equal costs.
+
+    ``d`` chunks take ``max(ceil(d per), lo)`` workers (at least the size range's ``lo``; more chunks
+    than ``d`` may then be trained, which the forward pass counts the same way)."""
     remaining = total
     y = [0] * len(tables)
     for offset in range(len(tables) - 1, -1, -1):
         target = tables[offset][remaining]
         d = np.arange(remaining + 1)
-        workers = ceil(d * per)
+        workers = np.where(d > 0, np.maximum(ceil(d * per), lo), 0)
         cost = slots[offset].cost
         ok = workers < cost.size
         prev = tables[offset - 1][remaining - d] if offset else np.where(d == remaining, 0.0, np.inf)

@@ -13,6 +13,16 @@ M; ``step.compute_s`` is tau in seconds, ``step.gradient_mb`` is e (default: the
 model's gradient size), b and B are ``step.worker_bandwidth_gbps`` / ``step.ps_bandwidth_gbps``
 or else the worker's and the PS's ``demand.*.bandwidth_gbps``.  Push and pull each move e
 over b, so one mini-batch takes ``tau + 2 e 8/1000 / b`` seconds (MB to Gbit).
+
+Size ranges (our reading of the instance's ``workers = {min, max}`` and ``ps = {min, max}``; the
+paper has only the cap (3) and the PS rules (6)-(7)): in every slot in which a job runs (has at
+least one worker), its worker count ``Y`` lies in ``[workers.min, cap]`` with
+``cap = min(N, workers.max)`` and its PS count ``Z`` in ``[ps.min, ps.max]``, besides
+``Y b <= Z B`` (6) and ``Z <= Y`` (7); a slot without workers has no PSs (7).  So the worker counts
+a job can run at form the interval ``[lo, hi]`` with ``lo = max(1, workers.min, ps.min)`` and
+``hi = min(cap, floor(ps.max B / b))`` (empty when ``lo > hi``: such a job can never run and is never
+admitted), and ``y`` workers need ``max(ps.min, ceil(y b / B))`` PSs at the fewest.  With the
+defaults (``min = 1``, ``ps.max = workers.max``) the rule adds nothing to the paper's.
 """
 
 from __future__ import annotations
@@ -26,6 +36,15 @@ from ...io.instance import Instance, Job, Utility
 
 #: Integer rounding guard for ceil(d rho), ceil(y b/B), floor(c/w) (spec pitfall 11).
 EPS = 1e-9
+
+#: Sizes refused up front (our design, so that no loop or array is driven by an unbounded input):
+#: the horizon, the per-slot arrays ``slots x servers x (resources + jobs)`` every method and the
+#: checker keep, and the worker count one job can reach in a slot (``hi``).  The paper's largest
+#: setting (T = 300, 100 servers, 400 jobs, N <= 100) is far inside them.
+MAX_SLOTS = 100_000
+MAX_CELLS = 50_000_000
+MAX_TASKS = 100_000
+MAX_WORK = 1e15
 
 
 def ceil(x: float | np.ndarray) -> int | np.ndarray:
@@ -63,6 +82,10 @@ class OasisJob:
     worker_ok: np.ndarray
     ps_ok: np.ndarray
     utility: Utility
+    workers_min: int = 1
+    ps_min: int = 1
+    ps_max: int | None = None
+    fit: int | None = None
 
     @property
     def work(self) -> float:
@@ -75,12 +98,39 @@ class OasisJob:
 
     @property
     def min_duration(self) -> int:
-        """Fewest slots the job can take, at ``cap`` workers every slot (``ceil(E rho)`` when cap = N)."""
-        return ceil(self.work_slots / self.cap)
+        """Fewest slots the job can take at the most workers its sizes allow (``ceil(E rho)`` when that is N);
+        the cluster's capacity is not considered, as in the paper's (23)."""
+        return ceil(self.work_slots / max(self.size_hi, 1))
+
+    @property
+    def lo(self) -> int:
+        """Fewest workers in a slot the job runs in (module docstring: the size ranges)."""
+        return max(1, self.workers_min, self.ps_min)
+
+    @property
+    def size_hi(self) -> int:
+        """Most workers the size ranges allow in a slot: the cap, and no more than ``ps.max`` PSs can serve (6)."""
+        if self.ps_max is None:
+            return self.cap
+        return int(min(self.cap, floor(self.ps_max * self.B / self.b)))
+
+    @property
+    def hi(self) -> int:
+        """Most workers in a slot: :attr:`size_hi`, and no more than the empty eligible worker servers hold
+        (``fit``: a capacity bound, so no feasible count is lost)."""
+        return self.size_hi if self.fit is None else min(self.size_hi, self.fit)
+
+    @property
+    def runnable(self) -> bool:
+        return self.lo <= self.hi
 
     def ps_needed(self, workers):
-        """PSs for ``workers`` workers: enough bandwidth (6), never more than the workers (7)."""
-        return np.minimum(ceil(np.asarray(workers) * self.b / self.B), workers)
+        """Fewest PSs for ``workers`` workers: enough bandwidth (6), ``ps.min``, never more than the workers (7).
+
+        0 for 0 workers; meaningful for ``lo <= workers <= hi`` (elsewhere no PS count is allowed)."""
+        y = np.asarray(workers)
+        need = np.minimum(np.maximum(ceil(y * self.b / self.B), self.ps_min), y)
+        return np.where(y > 0, need, 0) if need.ndim else (int(need) if y > 0 else 0)
 
     def value(self, completion_slot):
         """Utility of finishing in ``completion_slot`` (delay counted from the arrival slot)."""
@@ -111,11 +161,20 @@ class OasisView:
         return next(j for j in self.jobs if j.id == job_id)
 
 
-def oasis_view(instance: Instance) -> OasisView:
-    """Read the instance as OASiS needs it; a missing or inconsistent field is an :class:`InstanceError`."""
+#: Problem option ``ranges``: ``instance`` enforces the jobs' workers/ps ranges as in the module
+#: docstring; ``paper`` keeps only the paper's rules (the cap (3), (6) and (7)).
+RANGES = ("instance", "paper")
+
+
+def oasis_view(instance: Instance, ranges: str = "instance") -> OasisView:
+    """Read the instance as OASiS needs it; a missing or inconsistent field is an :class:`InstanceError`.
+
+    ``ranges="paper"`` drops ``workers.min``, ``ps.min`` and ``ps.max`` (they read as 1, 1, none)."""
     file = instance.file
     if instance.slots is None:
         raise InstanceError("problem 'oasis' is slotted; set time.slots", file, "time.slots")
+    if instance.slots > MAX_SLOTS:
+        raise InstanceError(f"problem 'oasis' handles at most {MAX_SLOTS} slots, got {instance.slots}", file, "time.slots")
     groups = instance.document["cluster"]["servers"]
     for g_index, group in enumerate(groups):
         if group.get("role", "any") == "any":
@@ -126,14 +185,22 @@ def oasis_view(instance: Instance) -> OasisView:
     if not workers:
         raise InstanceError("problem 'oasis' needs at least one server with role = 'worker'", file, "cluster.servers")
     resources = instance.resource_names()
-    jobs = [_job(instance, job, resources, workers, ps) for job in instance.jobs]
+    jobs = [_job(instance, job, resources, workers, ps, ranges == "instance") for job in instance.jobs]
     if not ps and any(j.work > 0 for j in jobs):
         raise InstanceError("problem 'oasis' needs at least one server with role = 'ps'", file, "cluster.servers")
+    cells = instance.slots * len(instance.servers) * (len(resources) + len(jobs))
+    if cells > MAX_CELLS:
+        raise InstanceError(f"problem 'oasis' keeps slots x servers x (resources + jobs) = {cells} per-slot cells, "
+                            f"more than its limit {MAX_CELLS}; use fewer slots, servers or jobs", file, "time.slots")
+    for j in jobs:
+        if j.hi > MAX_TASKS:
+            raise InstanceError(f"job {j.id} could run {j.hi} workers in one slot; problem 'oasis' handles at most {MAX_TASKS} "
+                                "(lower workers.max)", file, f"jobs[{j.index}].workers")
     cap = lambda servers: np.array([[s.capacity.get(r, 0.0) for r in resources] for s in servers], dtype=float).reshape(len(servers), len(resources))
     return OasisView(instance.slots, resources, [s.name for s in workers], [s.name for s in ps], cap(workers), cap(ps), jobs)
 
 
-def _job(instance: Instance, job: Job, resources: list[str], workers, ps) -> OasisJob:
+def _job(instance: Instance, job: Job, resources: list[str], workers, ps, ranged: bool = True) -> OasisJob:
     file = instance.file
 
     def need(what: str, field: str) -> InstanceError:
@@ -166,8 +233,18 @@ def _job(instance: Instance, job: Job, resources: list[str], workers, ps) -> Oas
     if job.ps.hi == 0:
         raise InstanceError("an OASiS job needs parameter servers; remove ps = {count = 0}", file, f"{job.path}.ps")
     w = job.work
+    worker_vec = np.array([job.worker_demand.get(r, 0.0) for r in resources])
+    ok = np.array([job.may_run_on(s, "worker") for s in workers], dtype=bool)
+    worker_caps = np.array([[s.capacity.get(r, 0.0) for r in resources] for s in workers], dtype=float).reshape(len(workers), len(resources))
+    # workers that fit on the empty eligible servers: None when a worker demands nothing
+    fit = None if not (worker_vec > 0).any() else int(np.sum(np.where(ok, fit_counts(worker_caps, worker_vec), 0)))
     minibatch_s = float(step["compute_s"]) + 2.0 * float(gradient_mb) * 8.0 / 1000.0 / float(b)
     rho = w["minibatches_per_chunk"] * minibatch_s / instance.slot_s
+    work = rho * w["epochs"] * w["chunks"]
+    if not (np.isfinite(work) and 0 <= work <= MAX_WORK):
+        # every count derived from it (ceil, DP sizes) must stay an exact integer
+        raise InstanceError(f"job {job.id} needs {work:g} worker-slots; problem 'oasis' handles at most {MAX_WORK:g} "
+                            "(check work, step and time.slot_s)", file, f"{job.path}.work")
     return OasisJob(
         index=job.index, id=job.id, arrival=job.arrival_slot,
         epochs=int(w["epochs"]), chunks=int(w["epochs"] * w["chunks"]), cap=min(job.workers.hi, int(w["chunks"])),
@@ -177,6 +254,8 @@ def _job(instance: Instance, job: Job, resources: list[str], workers, ps) -> Oas
         worker_ok=np.array([job.may_run_on(s, "worker") for s in workers], dtype=bool),
         ps_ok=np.array([job.may_run_on(s, "ps") for s in ps], dtype=bool),
         utility=job.utility,
+        workers_min=int(job.workers.lo) if ranged else 1, ps_min=int(job.ps.lo) if ranged else 1,
+        ps_max=int(job.ps.hi) if ranged else None, fit=fit,
     )
 
 

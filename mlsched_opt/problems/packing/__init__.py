@@ -28,5 +28,6 @@ FAMILY = Family(
                guarantee="none in general; 11/9 OPT + 6/9 (1-D bin packing) and OPT/2 (knapsack) in the special cases"),
     ),
     diagnose=diagnose,
-    options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed"),),
+    options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed",
+                    problem=True),),
 )

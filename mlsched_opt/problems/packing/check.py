@@ -1,34 +1,99 @@
-"""Independent checker for packing decisions (uses only the instance and the checker core)."""
+"""Independent checker for packing decisions (uses only the instance and the checker core).
+
+Any JSON value is read without crashing: a value of the wrong type or size is a ``domain`` (or
+``decision``) violation, never an exception.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...checking.core import CheckResult, Usage, admitted_jobs, read_counts, unknown_jobs
+from ...checking.core import CheckResult, Usage, read_counts
 from ...io.instance import Instance
+
+#: Larger task counts are refused as out of domain: every count is then exact in a float.
+MAX_COUNT = 2**53
+
+
+def _admitted(result: CheckResult, instance: Instance, value: Any) -> set[str]:
+    if value is None:
+        return set()
+    if not isinstance(value, list):
+        result.add("domain", "admitted", f"must be a list of job ids, got {type(value).__name__}")
+        return set()
+    out = []
+    for n, item in enumerate(value):
+        if not isinstance(item, str):
+            result.add("domain", f"admitted[{n}]", f"a job id must be a string, got {type(item).__name__}")
+        elif instance.job(item) is None:
+            result.add("unknown-job", f"admitted.{item}", "no such job in the instance")
+        else:
+            out.append(item)
+    if len(set(out)) != len(out):
+        result.add("admitted", "admitted", "a job is listed more than once")
+    return set(out)
+
+
+def _counts(result: CheckResult, instance: Instance, job, task: str, value: Any, where: str) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        result.add("domain", where, f"must be a mapping server -> count, got {type(value).__name__}")
+        return {}
+    sane = {}
+    for name, count in value.items():
+        if not isinstance(name, str):
+            result.add("domain", f"{where}.{name!r}", "a server name must be a string")
+        elif isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
+            result.add("domain", f"{where}.{name}", f"count {count} is beyond any cluster (> 2**53)")
+        else:
+            sane[name] = count
+    return read_counts(result, instance, job, task, sane, where)
+
+
+def _placed_anything(tasks: Any) -> bool:
+    """Whether a (possibly malformed) placement entry names a non-zero count anywhere."""
+    if not isinstance(tasks, Mapping):
+        return bool(tasks)
+    return any(not isinstance(part, Mapping) or any(n != 0 for n in part.values()) for part in tasks.values() if part)
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
-    placement = decision.get("placement", {})
+    if not isinstance(decision, Mapping):
+        result.add("decision", "decision", f"must be a mapping, got {type(decision).__name__}")
+        return
+    placement = decision.get("placement")
+    if placement is None:
+        placement = {}
+    if not isinstance(placement, Mapping):
+        result.add("domain", "placement", f"must be a mapping job -> {{workers, ps}}, got {type(placement).__name__}")
+        placement = {}
     if decision.get("schedule"):
         result.add("decision", "schedule", "packing decisions are static; use placement")
-    admitted_set = admitted_jobs(result, instance, decision)
-    unknown_jobs(result, instance, placement, "placement")
+    admitted_set = _admitted(result, instance, decision.get("admitted"))
+    for job_id in placement:
+        if not isinstance(job_id, str) or instance.job(job_id) is None:
+            result.add("unknown-job", f"placement.{job_id}", "no such job in the instance")
     usage = Usage(instance, instance.resource_names())
     used: set[str] = set()
     for job in instance.jobs:
-        tasks = placement.get(job.id, {})
+        tasks = placement.get(job.id)
         if job.id not in admitted_set:
-            if any(n for part in tasks.values() for n in part.values()):
+            if _placed_anything(tasks):
                 result.add("placement", f"placement.{job.id}", "job is not admitted but has tasks placed")
             if options["objective"] == "servers":
                 result.add("admission", job.id, "servers mode places every job, but this one is not admitted")
             continue
+        if tasks is None:
+            tasks = {}
+        if not isinstance(tasks, Mapping):
+            result.add("domain", f"placement.{job.id}", f"must be a mapping {{workers, ps}}, got {type(tasks).__name__}")
+            tasks = {}
         if not (job.workers.fixed and job.ps.fixed):
             result.add("instance", job.path, "packing needs fixed worker and PS counts")
             continue
         for task, key, want in (("worker", "workers", job.workers.lo), ("ps", "ps", job.ps.lo)):
-            counts = read_counts(result, instance, job, task, tasks.get(key), f"placement.{job.id}.{key}")
+            counts = _counts(result, instance, job, task, tasks.get(key), f"placement.{job.id}.{key}")
             used.update(counts)
             got = sum(counts.values())
             if got != want:
@@ -38,4 +103,4 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     if options["objective"] == "servers":
         result.objective = float(len(used))
     else:
-        result.objective = float(sum(instance.job(j).weight for j in admitted_set if instance.job(j) is not None))
+        result.objective = float(sum(instance.job(j).weight for j in admitted_set))

@@ -45,19 +45,33 @@ _TOL = 1e-9
 
 
 def _place_job(view: PackingView, j: int, residual: np.ndarray) -> dict[str, dict[str, int]] | None:
-    """First-fit every task of job ``j`` into ``residual`` (updated in place); ``None`` and no change if it does not fit."""
+    """First-fit every task of job ``j`` into ``residual`` (updated in place); ``None`` and no change if it does not fit.
+
+    The tasks of one kind are identical, so task-by-task first fit fills the first server with
+    room as far as it goes, then the next: placed here a server at a time, so the work is
+    proportional to the servers, never to the (unbounded) task counts.
+    """
     trial = residual.copy()
     names = [s.name for s in view.instance.servers]
     placement: dict[str, dict[str, int]] = {"workers": {}, "ps": {}}
     for task, key in (("worker", "workers"), ("ps", "ps")):
         demand = view.demand[task][j]
-        for _ in range(int(view.count(task)[j])):
-            fits = view.eligible[task][j] & np.all(trial >= demand - _TOL, axis=1)
-            if not fits.any():
-                return None
-            s = int(np.argmax(fits))
-            trial[s] -= demand
-            placement[key][names[s]] = placement[key].get(names[s], 0) + 1
+        left = int(view.count(task)[j])
+        used = demand > 0
+        for s in np.flatnonzero(view.eligible[task][j]):
+            if left == 0:
+                break
+            if used.any():
+                room = int(np.floor(np.min((trial[s, used] + _TOL) / demand[used])))
+            else:
+                room = left  # a task that demands nothing always fits
+            take = min(left, max(room, 0))
+            if take:
+                trial[s] -= take * demand
+                placement[key][names[s]] = take
+                left -= take
+        if left:
+            return None
     residual[:] = trial
     return placement
 

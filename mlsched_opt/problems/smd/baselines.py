@@ -5,7 +5,7 @@ Both replace only SMD's inner step; admission uses the same knapsack solver as S
 
 from __future__ import annotations
 
-from .inner import NONE, Allocation
+from .inner import NONE, Allocation, bounded_box
 from .view import SmdJob
 
 ESW_VARIANTS = ("max", "best")
@@ -20,7 +20,8 @@ def esw(job: SmdJob, variant: str = "max") -> Allocation:
     of the declared resources as they can; ``best`` takes the ``k`` with the smallest ``tau``.
     No guarantee.
     """
-    lo, hi = max(job.w_range[0], job.p_range[0]), min(job.w_range[1], job.p_range[1])
+    w_lo, w_hi, p_lo, p_hi = bounded_box(job)  # the ranges cut by the limit, and never huge
+    lo, hi = max(w_lo, p_lo), min(w_hi, p_hi)
     feasible = [k for k in range(lo, hi + 1) if job.fits(k, k)] if hi >= lo else []
     if not feasible:
         return NONE
@@ -40,6 +41,7 @@ def optimus(job: SmdJob, variant: str = "stop") -> Allocation:
     local minimum (spec 002 section 6, job D); ``fill`` keeps adding until nothing fits and
     returns the best allocation seen on the way.  No guarantee.
     """
+    bounded_box(job)  # every step adds a worker or a PS inside the box: at most its sides many steps
     w, p = job.w_range[0], job.p_range[0]
     if not job.fits(w, p):
         return NONE

@@ -66,10 +66,27 @@ def decision_from_model(instance: Instance, options: Mapping[str, Any], model: p
 
 
 def decision(admitted: list[str], allocations: Mapping[str, Allocation], stats: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The decision as plain JSON values (str, int, float, bool, list, dict): numpy scalars from
+    the grid, the rounding draws or the knapsack never reach a solution file."""
     out: dict[str, Any] = {
         "admitted": list(admitted),
         "extra": {"allocation": {j: {"workers": allocations[j].w, "ps": allocations[j].p} for j in admitted}},
     }
     if stats:  # counts only: timings go to the report, so the same seed gives the same decision
         out["extra"]["stats"] = {k: v for k, v in stats.items() if not k.endswith("_s")}
-    return out
+    return plain(out)
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every numpy scalar or array turned into the Python value JSON can write."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value

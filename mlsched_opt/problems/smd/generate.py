@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UserError
 from ...io.catalog import Catalog
 from ...io.instance import from_document
 from ..base import GenerateSpec, Option
@@ -117,8 +118,17 @@ def _one_gpu(data: dict[str, Any]) -> dict[str, Any] | None:
     return next((r for r in rows if r["gpu_model"] == "V100"), rows[0] if rows else None)
 
 
+#: Largest --jobs / --servers the generator writes (a file, not a stress test).
+MAX_JOBS = 100_000
+MAX_SERVERS = 10**9
+
+
 def generate(spec: GenerateSpec, catalog: Catalog) -> dict[str, Any]:
     """``spec.jobs`` jobs on ``spec.servers`` units of capacity; the same seed gives the same file."""
+    if not 1 <= spec.jobs <= MAX_JOBS:
+        raise UserError(f"the smd generator writes 1 to {MAX_JOBS:,} jobs, got {spec.jobs}", field="--jobs")
+    if not 1 <= spec.servers <= MAX_SERVERS:
+        raise UserError(f"the smd generator takes 1 to {MAX_SERVERS:,} capacity units, got {spec.servers}", field="--servers")
     opts = {o.name: o.default for o in OPTIONS} | dict(spec.options)
     rng = np.random.default_rng(spec.seed)
     models = catalog_models(catalog) if opts["workloads"] == "catalog" else []

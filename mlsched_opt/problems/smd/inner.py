@@ -17,12 +17,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...errors import OptionError
+from ...errors import InstanceError, OptionError
 from ..rounding import chernoff_scale
 from .ratios import CharnesCooperLP, SidedPolygon, Terms, polygon, ratio_terms, side_rows, term_ranges
 from .view import SmdJob
 
 LP_ENGINES = ("vertex", "highs")
+#: Most (w, p) pairs the exact inner step enumerates per job (a few seconds of numpy).
+MAX_BOX = 50_000_000
 _CHUNK = 8192
 _FIRST_CHUNK = 32
 
@@ -42,6 +44,17 @@ class Allocation(NamedTuple):
 NONE = Allocation(0, 0, math.inf)
 
 
+def bounded_box(job: SmdJob) -> tuple[int, int, int, int]:
+    """:meth:`SmdJob.box`, refused (naming the job's limit) when it holds more than
+    :data:`MAX_BOX` pairs: every method that walks the box stays bounded by it."""
+    w_lo, w_hi, p_lo, p_hi = job.box()
+    points = max(0, w_hi - w_lo + 1) * max(0, p_hi - p_lo + 1)
+    if points > MAX_BOX:
+        raise InstanceError(f"job {job.id}: its limit and ranges allow {points:,} (workers, PSs) pairs, more than the {MAX_BOX:,} "
+                            "the methods enumerate; lower workers.max / ps.max or the limit", None, f"jobs[{job.index}].limit")
+    return w_lo, w_hi, p_lo, p_hi
+
+
 def best_integer(job: SmdJob) -> Allocation:
     """The exact inner optimum: enumerate every integer ``(w, p)`` in the job's box.
 
@@ -49,7 +62,7 @@ def best_integer(job: SmdJob) -> Allocation:
     is two-dimensional (at most a few hundred thousand points, evaluated in numpy chunks).
     Ties in ``tau`` go to the smallest ``w``, then ``p``.
     """
-    w_lo, w_hi, p_lo, p_hi = job.box()
+    w_lo, w_hi, p_lo, p_hi = bounded_box(job)
     if w_hi < w_lo or p_hi < p_lo:
         return NONE
     ps = np.arange(p_lo, p_hi + 1)
@@ -89,6 +102,11 @@ def _grid(lo: float, hi: float, eps: float, extend: bool) -> np.ndarray:
     return pts
 
 
+def _grid_points(lo: float, hi: float, eps: float) -> int:
+    """How many points :func:`_grid` gives without the extension point (a lower bound on its length)."""
+    return (int(math.floor(math.log(hi / lo) / math.log1p(eps) + 1e-12)) if hi > lo else 0) + 1
+
+
 def algorithm1(job: SmdJob, eps: float = 0.1, engine: str = "vertex", extend: bool = True, max_grid: int = 5_000_000,
                deadline_s: float = math.inf) -> Fractional:
     """Algorithm 1: ``eps``-approximation of the relaxed inner problem.
@@ -121,6 +139,11 @@ def algorithm1(job: SmdJob, eps: float = 0.1, engine: str = "vertex", extend: bo
         lps = 2 * len(terms)
     J = int(np.argmax(hi / lo))
     others = np.array([j for j in range(len(terms)) if j != J], dtype=int)
+    # count before building: at a tiny epsilon1 one axis alone would not fit in memory
+    least = math.prod(_grid_points(lo[j], hi[j], eps) for j in others)
+    if least > max_grid:
+        raise OptionError(f"job {job.id}: Algorithm 1's grid has at least {least:,} points at epsilon1 = {eps} (limit {max_grid:,}); "
+                          "raise epsilon1", field="--set epsilon1")
     grids = [_grid(lo[j], hi[j], eps, extend) for j in others]
     size = int(np.prod([len(g) for g in grids])) if grids else 1
     if size > max_grid:
@@ -256,7 +279,7 @@ def algorithm2(job: SmdJob, x: np.ndarray, attempts: int, rng: np.random.Generat
         hit = np.flatnonzero(ok[more])
         if hit.size:
             k = more[hit[0]]
-            return Allocation(int(w[k]), int(p[k]), float(tau[k])), used + hit[0] + 1, False
+            return Allocation(int(w[k]), int(p[k]), float(tau[k])), used + int(hit[0]) + 1, False
         used += attempts
     fw, fp = (int(v) for v in np.floor(np.asarray(x) + 1e-9))
     if job.fits(fw, fp) and fw >= 1 and fp >= 1:

@@ -24,6 +24,16 @@ SMD_GUARANTEE = (
 )
 
 
+#: Option domains (``--set``).  The open ends of the paper's domains (epsilon1 > 0, epsilon2 in
+#: (0, 1), delta and M_delta in (0, 1]) are closed at values far beyond any useful setting, so no
+#: grid, subset search or draw count is sized by a hostile number; the searches also stop at the
+#: time limit.
+EPSILON1_MIN, EPSILON1_MAX = 1e-6, 100.0
+EPSILON2_MIN, EPSILON2_MAX = 1e-6, 1.0 - 1e-6
+PROBABILITY_MIN = 1e-9
+MAX_ATTEMPTS = 1_000_000
+
+
 def validate(options: Mapping[str, Any]) -> None:
     """Numeric options outside their domain are user errors, named before any work starts."""
     checks = (("epsilon1", lambda v: v > 0, "> 0"), ("epsilon2", lambda v: 0 < v < 1, "in (0, 1)"),
@@ -35,14 +45,17 @@ def validate(options: Mapping[str, Any]) -> None:
 
 
 def admit(view: SmdView, allocations: list[Allocation], u: np.ndarray, options: Mapping[str, Any],
-          solve_options: SolveOptions) -> tuple[list[str], dict[str, Any]]:
-    """The outer step shared by SMD and the baselines: Frieze-Clarke (default) or the exact knapsack."""
+          solve_options: SolveOptions, time_left: float | None = None) -> tuple[list[str], dict[str, Any]]:
+    """The outer step shared by SMD and the baselines: Frieze-Clarke (default) or the exact knapsack,
+    within ``time_left`` seconds (the solve's time limit when not given)."""
     weights = view.limits()
+    left = solve_options.time_limit if time_left is None else time_left
     if options["outer"] == "exact":
-        res = exact_knapsack(u, weights, view.capacity, time_limit=solve_options.time_limit, gap=solve_options.gap)
+        # the MILP always gets a moment, so a run whose inner step used the time still admits someone
+        res = exact_knapsack(u, weights, view.capacity, time_limit=max(left, 0.1), gap=solve_options.gap)
         stats = {"outer": "exact", "outer_s": res.seconds, "outer_proven": res.proven_optimal}
     else:
-        res = frieze_clarke(u, weights, view.capacity, options["epsilon2"], deadline_s=solve_options.time_limit)
+        res = frieze_clarke(u, weights, view.capacity, options["epsilon2"], deadline_s=max(left, 0.0))
         stats = {"outer": "frieze-clarke", "k": res.k, "subsets": res.subsets, "outer_lps": res.lps,
                  "outer_s": res.seconds, "outer_complete": res.complete}
     admitted = [j.id for j, c in zip(view.jobs, res.chosen) if c and allocations[j.index].feasible]
@@ -52,12 +65,15 @@ def admit(view: SmdView, allocations: list[Allocation], u: np.ndarray, options: 
 def _finish(name: str, view: SmdView, allocations: list[Allocation], stats: dict[str, Any], options: Mapping[str, Any],
             solve_options: SolveOptions, start: float) -> MethodResult:
     u = values(view, allocations)
-    admitted, outer_stats = admit(view, allocations, u, options, solve_options)
+    left = start + solve_options.time_limit - time.perf_counter()
+    admitted, outer_stats = admit(view, allocations, u, options, solve_options, left)
     stats.update(outer_stats)
     chosen = set(admitted)
     objective = float(sum(u[j.index] for j in view.jobs if j.id in chosen))
     by_id = {j.id: a for j, a in zip(view.jobs, allocations)}
     message = ", ".join(f"{k}={_short(v)}" for k, v in stats.items())
+    if stats.get("outer_complete") is False or stats.get("grid_complete") is False:
+        message += "; cut short by the time limit: the best answer found so far (guarantees void)"
     report = heuristic_report("max", objective, time.perf_counter() - start, name,
                               {**options, "seed": solve_options.seed}, message)
     return MethodResult(report, decision(admitted, by_id, stats))
@@ -74,6 +90,7 @@ def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: Solve
     view = smd_view(instance, options["overlap"])
     allocations: list[Allocation] = []
     lps = grid = draws = fallbacks = 0
+    grid_complete = True
     alg1_s = 0.0
     deadline = start + solve_options.time_limit
     for job in view.jobs:
@@ -86,6 +103,7 @@ def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: Solve
         frac = algorithm1(job, options["epsilon1"], options["lp"], deadline_s=max(0.0, deadline - time.perf_counter()))
         lps += frac.lps
         grid += frac.grid_points
+        grid_complete &= frac.complete
         alg1_s += frac.seconds
         scale = scale_factor(job, options["delta"]) if options["scale"] == "formula" else options["m_delta"]
         # one generator per job, so a job's draws do not depend on the other jobs (spec P23)
@@ -96,7 +114,8 @@ def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: Solve
         allocations.append(alloc)
     stats: dict[str, Any] = {"inner": options["inner"]}
     if options["inner"] == "grid":
-        stats.update({"grid_points": grid, "lps": lps, "alg1_s": alg1_s, "draws": draws, "fallbacks": fallbacks})
+        stats.update({"grid_points": grid, "lps": lps, "alg1_s": alg1_s, "draws": draws, "fallbacks": fallbacks,
+                      "grid_complete": bool(grid_complete)})
     return _finish("smd", view, allocations, stats, options, solve_options, start)
 
 

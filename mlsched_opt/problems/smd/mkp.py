@@ -86,7 +86,7 @@ def frieze_clarke(u: np.ndarray, weights: np.ndarray, capacity: np.ndarray, eps:
 
     def visit(S: list[int], used: np.ndarray, value: float) -> None:
         nonlocal best_val, best_x, visited, complete
-        if not complete or time.perf_counter() > stop_at:
+        if not complete or (visited and time.perf_counter() > stop_at):  # the root LP always runs
             complete = False
             return
         visited += 1

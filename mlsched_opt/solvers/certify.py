@@ -1,0 +1,255 @@
+"""Certified exact answers: an "optimal" or "infeasible" is printed only when an independent
+route confirms it.
+
+Solvers have bugs, and the ones we have met live in presolve: HiGHS 1.12-1.15 MIP presolve
+returned a suboptimal point as optimal on small OASiS MILPs (presolve "reduces to empty"), and
+CP-SAT 9.15 presolve proved a wrong optimum on a locality MILP and called another one
+infeasible.  So a claim of the primary solver is confirmed by a *referee*, a different solver:
+
+1. the referee solves the same model (SCIP for HiGHS, else CP-SAT; HiGHS for CP-SAT and
+   SCIP), starting from the primary's point (a SCIP start, CP-SAT hints): it must still prove
+   its own bound, and it still finds a better point when the primary's is not optimal;
+2. both claim the same optimum (within the requested gap), or both claim infeasibility: the
+   answer is certified;
+3. otherwise every solver involved re-solves with presolve off, SCIP joins as a third opinion,
+   and the claims are judged by the checker: a decision the checker rejects refutes its own
+   claim, a checked decision better than a claimed optimum refutes that optimum, any checked
+   decision refutes "infeasible".  At least two unrefuted claims that agree certify the answer
+   (the report names the refuted ones); anything else is ``disputed``: the best checked
+   decision is kept, and nothing is claimed about the optimum.
+
+A referee that runs out of time without refuting anything leaves the answer unconfirmed:
+``optimal`` becomes ``feasible`` (``infeasible`` becomes ``time-limit-no-solution``) with a
+message saying so.  The referee works within the same deadline as the primary solve.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pyomo.environ as pyo
+
+from ..errors import UserError
+from .pyomo_run import solve
+from .report import SolveOptions, SolveReport
+
+#: Below this many seconds left, no referee is started (its answer could not be trusted anyway).
+MIN_REFEREE_S = 0.05
+
+
+@dataclass
+class Claim:
+    """What one solver run says, and what the checker makes of its decision."""
+
+    label: str
+    report: SolveReport
+    decision: Any | None
+    value: float | None = None   # the checker's objective of the decision, when it accepts it
+    rejected: str = ""           # why the checker rejects the decision
+
+    @property
+    def says_optimal(self) -> bool:
+        return self.report.status == "optimal"
+
+    @property
+    def says_infeasible(self) -> bool:
+        return self.report.status == "infeasible"
+
+
+Extract = Callable[[pyo.ConcreteModel], Any]
+Evaluate = Callable[[Any], tuple[float | None, str]]
+
+
+def _label(options: SolveOptions, report: SolveReport) -> str:
+    name = f"{options.solver} {report.solver_version}".strip()
+    return name if options.presolve else f"{name} (presolve off)"
+
+
+def _agree(a: float, b: float, gap: float) -> bool:
+    return abs(a - b) <= max(gap, 1e-6) * max(1.0, abs(a), abs(b))
+
+
+def _better(a: float, b: float, sense: str, gap: float) -> bool:
+    """``a`` strictly better than ``b`` beyond the tolerance."""
+    if _agree(a, b, gap):
+        return False
+    return a > b if sense == "max" else a < b
+
+
+def referees(primary: str) -> list[str]:
+    """Solvers that may confirm ``primary``'s claim, in order of preference."""
+    from .scip import scip_available
+
+    # SCIP first for HiGHS: a full MILP solver of its own lineage, and far quicker than CP-SAT on
+    # the LP-heavy models (locality: 22 s against > 120 s); CP-SAT where SCIP is missing
+    order = {"highs": ["scip", "cpsat"], "cpsat": ["highs", "scip"], "scip": ["highs", "cpsat"]}.get(primary, ["highs", "scip"])
+    return [s for s in order if s != "scip" or scip_available()]
+
+
+def certify(model: pyo.ConcreteModel, report: SolveReport, decision: Any, options: SolveOptions, deadline: float,
+            extract: Extract, evaluate: Evaluate) -> tuple[SolveReport, Any]:
+    """Confirm ``report``'s "optimal"/"infeasible" claim for ``model`` by an independent route.
+
+    ``extract(model)`` reads a decision from the model's loaded values; ``evaluate(decision)``
+    is the checker: ``(objective, "")`` for an accepted decision, ``(None, reason)`` otherwise.
+    Returns the (possibly changed) report and decision.  Other statuses pass through.
+    """
+    if not options.certify or report.status not in ("optimal", "infeasible"):
+        return report, decision
+    primary = _claim(_label(options, report), report, decision, evaluate)
+    claims = [primary]
+    used: list[str] = [options.solver]
+    referee = None
+    for name in referees(options.solver):
+        try:
+            referee = _run(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
+        except UserError:  # this solver cannot take the model (CP-SAT and a continuous variable)
+            continue
+        if referee is not None:
+            claims.append(referee)
+            used.append(name)
+        break
+    if referee is None and not primary.rejected:
+        return _unconfirmed(report, primary, None), decision
+    if referee is not None and not primary.rejected and _consistent(primary, referee, report.sense, options.gap):
+        return _certified(report, decision, primary, [referee]), decision
+    if referee is not None and not primary.rejected and not _refutes(referee, primary, report.sense, options.gap) \
+            and not (referee.says_optimal or referee.says_infeasible):
+        return _unconfirmed(report, primary, referee), decision
+    # a disagreement (or a decision the checker rejects): presolve-off re-solves and a third opinion
+    for name in used:
+        claim = _run(model, dataclasses.replace(options, solver=name, presolve=False), deadline, extract, evaluate)
+        if claim is not None:
+            claims.append(claim)
+    for name in referees(options.solver):
+        if name not in used:
+            try:
+                claim = _run(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
+            except UserError:
+                continue
+            if claim is not None:
+                claims.append(claim)
+    return _resolve(report, claims, options.gap)
+
+
+def _claim(label: str, report: SolveReport, decision: Any, evaluate: Evaluate) -> Claim:
+    claim = Claim(label, report, decision)
+    if decision is not None:
+        claim.value, claim.rejected = evaluate(decision)
+    elif report.has_solution:
+        claim.rejected = "no decision"
+    return claim
+
+
+def _run(model: pyo.ConcreteModel, options: SolveOptions, deadline: float, extract: Extract,
+         evaluate: Evaluate) -> Claim | None:
+    left = deadline - time.perf_counter()
+    if left < MIN_REFEREE_S:
+        return None
+    options = dataclasses.replace(options, time_limit=left, certify=False)
+    report = solve(model, options)
+    decision = extract(model) if report.has_solution else None
+    return _claim(_label(options, report), report, decision, evaluate)
+
+
+def _consistent(a: Claim, b: Claim, sense: str, gap: float) -> bool:
+    if a.says_infeasible and b.says_infeasible:
+        return True
+    return (a.says_optimal and b.says_optimal and a.value is not None and b.value is not None
+            and _agree(a.value, b.value, gap))
+
+
+def _refutes(witness: Claim, claim: Claim, sense: str, gap: float) -> bool:
+    """Whether ``witness``'s checked decision refutes ``claim``."""
+    if witness.value is None:
+        return False
+    if claim.says_infeasible:
+        return True
+    return claim.says_optimal and (claim.value is None or _better(witness.value, claim.value, sense, gap))
+
+
+def _certified(report: SolveReport, decision: Any, claim: Claim, confirmations: list[Claim], note: str = "") -> SolveReport:
+    by = ", ".join(c.label for c in confirmations)
+    message = "; ".join(filter(None, [report.message, note, f"certified: {claim.label} confirmed by {by}"]))
+    return dataclasses.replace(report, message=message, certified_by=by)
+
+
+def _unconfirmed(report: SolveReport, primary: Claim, referee: Claim | None) -> SolveReport:
+    what = "infeasibility" if primary.says_infeasible else "optimality"
+    why = ("no time was left for a referee" if referee is None
+           else f"{referee.label} ended {referee.report.status} within the time limit")
+    message = "; ".join(filter(None, [report.message, f"{primary.label} claimed {what}, not confirmed: {why}"]))
+    if primary.says_infeasible:
+        return dataclasses.replace(report, status="time-limit-no-solution", message=message)
+    return dataclasses.replace(report, status="feasible", bound=None if referee is None else referee.report.bound, message=message)
+
+
+def _describe(claim: Claim) -> str:
+    rep = claim.report
+    what = rep.status if rep.objective is None else f"{rep.status} {rep.objective:.10g}"
+    if claim.rejected:
+        what += f", decision rejected by the checker ({claim.rejected})"
+    return f"{claim.label}: {what}"
+
+
+def _resolve(report: SolveReport, claims: list[Claim], gap: float) -> tuple[SolveReport, Any]:
+    sense = report.sense
+    witnesses = [c for c in claims if c.value is not None]
+    best = None
+    for c in witnesses:
+        if best is None or _better(c.value, best.value, sense, gap):
+            best = c
+    refuted = [c for c in claims if (c.says_optimal or c.says_infeasible)
+               and (c.rejected or (best is not None and _refutes(best, c, sense, gap)))]
+    standing = [c for c in claims if (c.says_optimal or c.says_infeasible) and c not in refuted]
+    story = "; ".join(_describe(c) for c in claims)
+    if len(standing) >= 2 and all(_consistent(standing[0], c, sense, gap) for c in standing[1:]):
+        lead = standing[0]
+        note = ("refuted: " + ", ".join(c.label for c in refuted)) if refuted else ""
+        base = dataclasses.replace(lead.report, build_s=report.build_s, solve_s=report.solve_s + sum(c.report.solve_s for c in claims[1:]),
+                                   options=report.options)
+        message = "; ".join(filter(None, [f"the solvers disagreed ({story})", note,
+                                          f"certified: {lead.label} confirmed by {', '.join(c.label for c in standing[1:])}"]))
+        return dataclasses.replace(base, message=message, certified_by=", ".join(c.label for c in standing[1:])), lead.decision
+    message = f"disputed: the solvers' claims could not be reconciled ({story})"
+    if best is None:
+        return dataclasses.replace(report, status="disputed", objective=None, bound=None, message=message), None
+    return dataclasses.replace(report, status="disputed", objective=best.value, bound=None, message=message), best.decision
+
+
+def model_checker(model: pyo.ConcreteModel, tol: float = 1e-6) -> tuple[Extract, Evaluate]:
+    """``extract``/``evaluate`` for a bare Pyomo model (no problem family): the decision is the
+    variables' values, and the check is the model's own bounds, integrality and rows.
+
+    Weaker than a family checker (it trusts the formulation), but enough to referee solvers on
+    one model: a point that breaks no row and is better than a claimed optimum refutes it.
+    """
+    variables = [v for v in model.component_data_objects(pyo.Var, active=True) if not v.fixed]
+    rows = list(model.component_data_objects(pyo.Constraint, active=True))
+    objective = next(iter(model.component_data_objects(pyo.Objective, active=True)))
+
+    def extract(m: pyo.ConcreteModel) -> list[float | None]:
+        return [v.value for v in variables]
+
+    def evaluate(values: list[float | None]) -> tuple[float | None, str]:
+        for v, x in zip(variables, values):
+            if x is None:
+                return None, f"{v.name} has no value"
+            lb, ub = v.bounds
+            if (lb is not None and x < lb - tol) or (ub is not None and x > ub + tol):
+                return None, f"{v.name} = {x:g} outside its bounds"
+            if v.is_integer() and abs(x - round(x)) > tol:
+                return None, f"{v.name} = {x:g} is not integral"
+            v.set_value(x, skip_validation=True)
+        for con in rows:
+            body = pyo.value(con.body)
+            scale = tol * max(1.0, abs(body))
+            if (con.lower is not None and body < pyo.value(con.lower) - scale) or \
+                    (con.upper is not None and body > pyo.value(con.upper) + scale):
+                return None, f"row {con.name} is violated"
+        return float(pyo.value(objective)), ""
+
+    return extract, evaluate

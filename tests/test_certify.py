@@ -1,0 +1,178 @@
+"""Certification of exact answers: a solver's "optimal" or "infeasible" is printed only when an
+independent route confirms it (mlsched_opt/solvers/certify.py).
+
+The solver defects we met (HiGHS and CP-SAT presolve proving wrong optima) are simulated by a
+back end that lies when presolve is on, so that every path of the certification is exercised
+without depending on one solver version's bug.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyomo.environ as pyo
+import pytest
+
+import mlsched_opt.solvers as solvers_pkg
+from mlsched_opt.checking import check_solution
+from mlsched_opt.io import load_instance
+from mlsched_opt.problems import get_family
+from mlsched_opt.solvers import SolveOptions
+from mlsched_opt.solvers.pyomo_run import Outcome
+
+from .conftest import DEMO
+
+REAL_BACKEND = solvers_pkg.backend_for
+PACKING = get_family("packing")
+OPT = 42.0  # the demo's proven optimum (README)
+
+
+def _zero_everything(model: pyo.ConcreteModel) -> None:
+    for v in model.component_data_objects(pyo.Var, active=True):
+        v.set_value(0, skip_validation=True)
+
+
+def liar(lying: set[tuple[str, bool]], claim_infeasible: bool = False):
+    """A back end factory: for (solver, presolve) in ``lying``, solve, then load the empty packing
+    (feasible, weight 0) and claim it optimal with bound 0, or claim infeasibility."""
+
+    def backend_for(name: str):
+        real = REAL_BACKEND(name)
+
+        def run(model, options):
+            outcome = real(model, options)
+            if (name, options.presolve) not in lying:
+                return outcome
+            if claim_infeasible:
+                return Outcome("infeasible", False, None, outcome.version)
+            _zero_everything(model)
+            return Outcome("optimal", True, 0.0, outcome.version)
+
+        return run
+
+    return backend_for
+
+
+def _solve(solver="highs", **kw):
+    return PACKING.run(load_instance(DEMO), "exact", SolveOptions(solver=solver, gap=0.0, **kw), {})
+
+
+def test_agreeing_solvers_certify(monkeypatch):
+    sol = _solve()
+    assert sol.report.status == "optimal" and sol.report.objective == OPT
+    assert sol.report.certified_by.startswith("scip")
+    assert "certified" in sol.report.message
+
+
+def test_no_certify_claims_nothing_more():
+    sol = _solve(certify=False)
+    assert sol.report.status == "optimal" and sol.report.certified_by == ""
+
+
+@pytest.mark.parametrize("primary", ["highs", "cpsat"])
+def test_a_presolve_defect_is_caught_and_the_true_optimum_certified(monkeypatch, primary):
+    # the primary solver's presolve "proves" 0; with presolve off it is right, as was the HiGHS defect
+    monkeypatch.setattr(solvers_pkg, "backend_for", liar({(primary, True)}))
+    sol = _solve(primary)
+    rep = sol.report
+    assert rep.status == "optimal" and rep.objective == pytest.approx(OPT), rep.message
+    assert "refuted" in rep.message and primary in rep.message.split("refuted:")[1]
+    assert check_solution(load_instance(DEMO), sol).objective == pytest.approx(OPT)
+
+
+def test_a_false_infeasibility_is_refuted(monkeypatch):
+    monkeypatch.setattr(solvers_pkg, "backend_for", liar({("highs", True)}, claim_infeasible=True))
+    rep = _solve().report
+    assert rep.status == "optimal" and rep.objective == pytest.approx(OPT), rep.message
+
+
+def test_claims_nobody_confirms_are_disputed(monkeypatch):
+    # only the referee (SCIP with presolve) is honest: its checked optimum refutes every other
+    # claim, but one standing claim is no confirmation
+    lying = {(s, p) for s in ("highs", "cpsat", "scip") for p in (True, False)} - {("scip", True)}
+    monkeypatch.setattr(solvers_pkg, "backend_for", liar(lying))
+    sol = _solve()
+    assert sol.report.status == "disputed", sol.report.message
+    # the best checked decision is kept, and its value is the checker's
+    assert sol.report.objective == pytest.approx(OPT) and sol.report.bound is None
+    assert check_solution(load_instance(DEMO), sol).feasible
+
+
+def test_a_referee_out_of_time_leaves_the_claim_unconfirmed(monkeypatch):
+    def backend_for(name):
+        real = REAL_BACKEND(name)
+        if name == "highs":
+            return real
+        return lambda model, options: Outcome("limit", False, None, "test")
+
+    monkeypatch.setattr(solvers_pkg, "backend_for", backend_for)
+    rep = _solve().report
+    assert rep.status == "feasible" and "not confirmed" in rep.message
+
+
+def test_cli_solve_and_compare_show_disputes(monkeypatch, run):
+    lying = {(s, p) for s in ("highs", "cpsat", "scip") for p in (True, False)} - {("scip", True)}
+    monkeypatch.setattr(solvers_pkg, "backend_for", liar(lying))
+    code, out, err = run("solve", DEMO, "--json")
+    doc = json.loads(out)
+    assert doc["status"] == "disputed" and doc["check"]["feasible"]
+    code, out, err = run("compare", DEMO, "--methods", "exact,ffd", "--solvers", "highs")
+    assert code == 1 and "DISPUTED" in err
+
+
+def test_compare_disputes_an_optimum_a_checked_answer_beats(monkeypatch, run):
+    # both solvers agree on a wrong optimum (a formulation defect, not a solver's): the checked
+    # heuristic answer beats it, so compare must not use it as the reference
+    monkeypatch.setattr(solvers_pkg, "backend_for", liar({(s, p) for s in ("highs", "cpsat", "scip") for p in (True, False)}))
+    code, out, err = run("compare", DEMO, "--methods", "exact,ffd", "--solvers", "highs")
+    assert code == 1
+    assert "beaten by ffd" in err
+    line = next(l for l in out.splitlines() if l.startswith("exact"))
+    assert "disputed" in line
+
+
+def test_unknown_solver_names_are_refused_without_probing(run, tmp_path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "solver.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    for name in (str(script), "./solver.sh", "no-such-solver"):
+        code, out, err = run("solve", DEMO, "--solver", name)
+        assert code == 2 and "--solver" in err and "Traceback" not in err
+    assert not marker.exists()
+
+
+def test_scip_back_end_proves_the_same_optimum():
+    sol = _solve("scip")
+    assert sol.report.status == "optimal" and sol.report.objective == pytest.approx(OPT)
+    assert sol.report.certified_by.startswith("highs")
+
+
+def highs_issue_3043() -> pyo.ConcreteModel:
+    """min 2x + 3z s.t. x + z >= 4.5, x in [0, 10] continuous, z in [0, 10] integer: optimum 9
+    (z = 0).  HiGHS 1.14.0 presolve returns 15 as optimal (upstream ERGO-Code/HiGHS#3043)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 10))
+    m.z = pyo.Var(bounds=(0, 10), domain=pyo.Integers)
+    m.c = pyo.Constraint(expr=m.x + m.z >= 4.5)
+    m.o = pyo.Objective(expr=2 * m.x + 3 * m.z)
+    return m
+
+
+def test_a_real_highs_presolve_defect_never_reaches_the_user_as_optimal():
+    """Whichever HiGHS is installed: if its presolve gets this model wrong (1.14.0 does), the
+    referee (SCIP: the model has a continuous variable, so CP-SAT cannot take it) and the
+    presolve-off re-solves catch it, and the certified answer is the true optimum."""
+    import time
+
+    from mlsched_opt.solvers import solve
+    from mlsched_opt.solvers.certify import certify, model_checker
+
+    model = highs_issue_3043()
+    options = SolveOptions(solver="highs", gap=0.0)
+    report = solve(model, options)
+    extract, evaluate = model_checker(model)
+    report, decision = certify(model, report, extract(model), options, time.perf_counter() + 60, extract, evaluate)
+    assert report.status == "optimal" and report.objective == pytest.approx(9.0), report.message
+    assert evaluate(decision) == (pytest.approx(9.0), "")
+    assert report.certified_by
