@@ -822,3 +822,20 @@ def test_the_size_refusal_covers_the_larger_starts_any_search():
         FAMILY.run(big, "exact", SolveOptions())
     sim = FAMILY.run(big, "exact", SolveOptions(), {"starts": "simultaneous"})
     assert sim.report.status == "infeasible"     # 12 workers, 8 GPUs: never all at once
+
+
+def test_count_vectors_enumerate_every_spread_without_recursion():
+    """Every way to spread n tasks over M servers, each once, in reverse lexicographic order; a
+    1,000-server cluster is a loop, not a recursion 1,000 deep, and a huge count is refused."""
+    import itertools
+
+    from mlsched_opt.errors import OptionError
+    from mlsched_opt.problems.harmony.exact import count_vectors
+
+    for n in range(5):
+        for M in range(1, 5):
+            brute = sorted((v for v in itertools.product(range(n + 1), repeat=M) if sum(v) == n), reverse=True)
+            assert [tuple(r) for r in count_vectors(n, M)] == brute
+    assert count_vectors(0, 1000).shape == (1, 1000) and count_vectors(1, 1000).shape == (1000, 1000)
+    with pytest.raises(OptionError, match="ways"):
+        count_vectors(4, 1000)

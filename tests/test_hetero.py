@@ -689,3 +689,18 @@ def test_many_gpu_classes_do_not_overflow_the_vector_count():
     for method in ("exact", "bundles"):
         with pytest.raises(OptionError, match="too many"):
             FAMILY.run(inst, method, FAST)
+
+
+@pytest.mark.parametrize("bandwidth", [0, -0.0, 1e-300])
+def test_a_link_too_slow_for_any_all_reduce_is_refused_naming_the_field(run, tmp_path, bandwidth):
+    """A GPU link of 0 (or 1e-300) Gbit/s makes every multi-GPU JCT infinite: refused on loading
+    for hetero, with the field, instead of an answer whose JCTs and fairness cannot be written."""
+    inst_path = tmp_path / "h.json"
+    code, _, _ = run("generate", "--problem", "hetero", "--jobs", "2", "--servers", "2", "--seed", "1", "-o", inst_path)
+    assert code == 0
+    doc = json.loads(inst_path.read_text())
+    doc["cluster"]["servers"][0]["capacity"]["bandwidth_gbps"] = bandwidth
+    inst_path.write_text(json.dumps(doc))
+    for method in ("greedy", "exact"):
+        code, out, err = run("solve", inst_path, "--method", method)
+        assert code == 2 and "cluster.servers[0].capacity.bandwidth_gbps" in err and "Traceback" not in err

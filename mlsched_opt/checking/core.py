@@ -67,11 +67,17 @@ def read_counts(result: CheckResult, instance: Instance, job: Job, task: str,
         result.add("domain", where, f"expected an object of server -> count, got {type(counts).__name__}")
         return out
     for name, count in (counts or {}).items():
-        server = instance.server(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            result.add("domain", f"{where}.{name!r}", "a server name must be a string")
+            continue
+        if isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
+            result.add("domain", f"{where}.{name}", f"count {count} is beyond any cluster (> 2**53)")
+            continue
+        server = instance.server(name)
         if server is None:
             result.add("unknown-server", f"{where}.{name}", "no such server in the instance")
             continue
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or count > MAX_COUNT:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             result.add("domain", f"{where}.{name}", f"count must be a non-negative integer, got {count!r}")
             continue
         if count and not job.may_run_on(server, task):
@@ -113,6 +119,28 @@ def unknown_jobs(result: CheckResult, instance: Instance, ids: list[str] | Mappi
     for job_id in ids:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
             result.add("unknown-job", f"{where}.{job_id}", "no such job in the instance")
+
+
+def job_ids(result: CheckResult, instance: Instance, value: Any, where: str) -> list[str]:
+    """A list of known job ids (``None`` is empty); anything else in ``value`` is a named violation:
+    ``domain`` for a non-list or a non-string id, ``unknown-job``, and a repeated id under the
+    field's own name."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        result.add("domain", where, f"must be a list of job ids, got {type(value).__name__}")
+        return []
+    out = []
+    for n, item in enumerate(value):
+        if not isinstance(item, str):
+            result.add("domain", f"{where}[{n}]", f"a job id must be a string, got {type(item).__name__}")
+        elif instance.job(item) is None:
+            result.add("unknown-job", f"{where}.{item}", "no such job in the instance")
+        else:
+            out.append(item)
+    if len(set(out)) != len(out):
+        result.add(where.split(".")[-1], where, "a job is listed more than once")
+    return out
 
 
 def admitted_jobs(result: CheckResult, instance: Instance, decision: Mapping[str, Any]) -> set[str]:

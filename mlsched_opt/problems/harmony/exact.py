@@ -41,13 +41,27 @@ MAX_ANY_PRODUCT = 5e6
 _CHUNK = 20000
 
 
+#: The most ways to spread one job's tasks over the servers that the search enumerates.
+MAX_VECTORS = 10**6
+
+
 @lru_cache(maxsize=None)
 def count_vectors(n: int, M: int) -> np.ndarray:
-    """Every way to spread ``n`` identical tasks over ``M`` servers, shape (C(n+M-1, M-1), M)."""
-    if M == 1:
-        return np.array([[n]], int)
-    rows = [np.concatenate([[k], rest]) for k in range(n, -1, -1) for rest in count_vectors(n - k, M - 1)]
-    out = np.array(rows, int)
+    """Every way to spread ``n`` identical tasks over ``M`` servers, shape (C(n+M-1, M-1), M), the
+    first server's count descending, then the next's (reverse lexicographic order).
+
+    Built server by server from the last one (no recursion: a cluster of 1,000 servers is just a
+    long loop), after checking the count against :data:`MAX_VECTORS`."""
+    total = math.comb(n + M - 1, M - 1)
+    if total > MAX_VECTORS:
+        raise OptionError(f"{n} tasks spread over {M} servers in {total:.3g} ways, beyond the exhaustive search's "
+                          f"{MAX_VECTORS:.0g} (use --method surrogate or a heuristic)", field="--method")
+    # tails[r]: every vector of the last m servers holding r tasks, for r = 0..n
+    tails = [np.array([[r]], int) for r in range(n + 1)]
+    for _ in range(M - 1):
+        tails = [np.concatenate([np.concatenate([np.full((len(tails[r - k]), 1), k), tails[r - k]], axis=1)
+                                 for k in range(r, -1, -1)]) for r in range(n + 1)]
+    out = tails[n]
     out.setflags(write=False)
     return out
 

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...errors import OptionError
+from ...io.solution import plain
 from .timing import batch_split, fair_share_jct, fairness, jct
 from .view import HeteroView
 
@@ -125,19 +126,3 @@ def decision(view: HeteroView, x: np.ndarray, options: Mapping[str, Any], split:
     if stats:
         extra["stats"] = dict(stats)
     return plain({"admitted": [j.id for j in view.jobs], "placement": placement, "extra": extra})
-
-
-def plain(value: Any) -> Any:
-    """``value`` with every numpy scalar or array turned into the Python value JSON can write
-    (a decision is plain JSON: str, int, float, bool, list, dict)."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value

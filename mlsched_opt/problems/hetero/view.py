@@ -91,6 +91,10 @@ class HeteroView:
         return np.repeat(np.arange(self.G), self.counts)
 
 
+#: The slowest GPU link hetero takes (1 kbit/s): slower ones make every multi-GPU JCT overflow.
+MIN_LINK_GBPS = 1e-6
+
+
 def hetero_view(instance: Instance) -> HeteroView:
     """Build the view; names the file and field of anything missing."""
     file = instance.file
@@ -108,6 +112,10 @@ def hetero_view(instance: Instance) -> HeteroView:
         bw = s.capacity.get("bandwidth_gbps", default_bw)
         if bw is None:
             bw = float("inf")
+        elif bw < MIN_LINK_GBPS:
+            # a GPU's link is the divisor of every all-reduce: 0 (or 1e-300) makes every JCT infinite
+            field = f"{where}.capacity.bandwidth_gbps" if "bandwidth_gbps" in s.capacity else "cluster.inter_server_bandwidth_gbps"
+            raise InstanceError(f"problem 'hetero' needs a GPU link of at least {MIN_LINK_GBPS:g} Gbit/s, got {bw:g}", file, field)
         members.setdefault(WorkerClass(s.gpu_model, float(bw)), []).extend([s.name] * int(gpus))
     if not members:
         raise InstanceError("problem 'hetero' needs servers with GPUs (capacity.gpu) that may host workers", file, "cluster.servers")

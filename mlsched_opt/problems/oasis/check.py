@@ -20,49 +20,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, read_counts
+from ...checking.core import TOL, CheckResult, job_ids, read_counts
 from ...io.instance import Instance
 from .view import oasis_view
-
-#: Larger task counts are refused as out of domain: every count is then exact in a float.
-MAX_COUNT = 2**53
-
-
-def _ids(result: CheckResult, instance: Instance, value: Any, where: str) -> list[str]:
-    """A list of known job ids; anything else in ``value`` is a named violation."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        result.add("domain", where, f"must be a list of job ids, got {type(value).__name__}")
-        return []
-    out = []
-    for n, item in enumerate(value):
-        if not isinstance(item, str):
-            result.add("domain", f"{where}[{n}]", f"a job id must be a string, got {type(item).__name__}")
-        elif instance.job(item) is None:
-            result.add("unknown-job", f"{where}.{item}", "no such job in the instance")
-        else:
-            out.append(item)
-    if len(set(out)) != len(out):
-        result.add(where.split(".")[-1], where, "a job is listed more than once")
-    return out
-
-
-def _counts(result: CheckResult, instance: Instance, ijob, task: str, value: Any, where: str) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        result.add("domain", where, f"must be a mapping server -> count, got {type(value).__name__}")
-        return {}
-    sane = {}
-    for name, count in value.items():
-        if not isinstance(name, str):
-            result.add("domain", f"{where}.{name!r}", "a server name must be a string")
-        elif isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
-            result.add("domain", f"{where}.{name}", f"count {count} is beyond any cluster (> 2**53)")
-        else:
-            sane[name] = count
-    return read_counts(result, instance, ijob, task, sane, where)
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
@@ -79,12 +39,12 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         schedule = {}
     if decision.get("placement"):
         result.add("decision", "placement", "OASiS decisions are slotted; use schedule")
-    admitted = set(_ids(result, instance, decision.get("admitted"), "admitted"))
+    admitted = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     extra = decision.get("extra")
     if extra is not None and not isinstance(extra, Mapping):
         result.add("domain", "extra", f"must be a mapping, got {type(extra).__name__}")
         extra = None
-    unfinished = set(_ids(result, instance, (extra or {}).get("unfinished"), "extra.unfinished"))
+    unfinished = set(job_ids(result, instance, (extra or {}).get("unfinished"), "extra.unfinished"))
     for job_id in schedule:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
             result.add("unknown-job", f"schedule.{job_id}", "no such job in the instance")
@@ -123,8 +83,8 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
                 result.add("schedule", where, f"slot {t} appears twice")
                 continue
             seen.add(t)
-            y = _counts(result, instance, ijob, "worker", entry.get("workers"), f"{where}.workers")
-            z = _counts(result, instance, ijob, "ps", entry.get("ps"), f"{where}.ps")
+            y = read_counts(result, instance, ijob, "worker", entry.get("workers"), f"{where}.workers")
+            z = read_counts(result, instance, ijob, "ps", entry.get("ps"), f"{where}.ps")
             Y, Z = sum(y.values()), sum(z.values())
             if (Y or Z) and t < job.arrival:
                 result.add("arrival", where, f"runs in slot {t} before its arrival slot {job.arrival}")

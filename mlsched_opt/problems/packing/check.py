@@ -8,47 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...checking.core import CheckResult, Usage, read_counts
+from ...checking.core import CheckResult, Usage, job_ids, read_counts
 from ...io.instance import Instance
 
-#: Larger task counts are refused as out of domain: every count is then exact in a float.
-MAX_COUNT = 2**53
-
-
-def _admitted(result: CheckResult, instance: Instance, value: Any) -> set[str]:
-    if value is None:
-        return set()
-    if not isinstance(value, list):
-        result.add("domain", "admitted", f"must be a list of job ids, got {type(value).__name__}")
-        return set()
-    out = []
-    for n, item in enumerate(value):
-        if not isinstance(item, str):
-            result.add("domain", f"admitted[{n}]", f"a job id must be a string, got {type(item).__name__}")
-        elif instance.job(item) is None:
-            result.add("unknown-job", f"admitted.{item}", "no such job in the instance")
-        else:
-            out.append(item)
-    if len(set(out)) != len(out):
-        result.add("admitted", "admitted", "a job is listed more than once")
-    return set(out)
-
-
-def _counts(result: CheckResult, instance: Instance, job, task: str, value: Any, where: str) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        result.add("domain", where, f"must be a mapping server -> count, got {type(value).__name__}")
-        return {}
-    sane = {}
-    for name, count in value.items():
-        if not isinstance(name, str):
-            result.add("domain", f"{where}.{name!r}", "a server name must be a string")
-        elif isinstance(count, int) and not isinstance(count, bool) and count > MAX_COUNT:
-            result.add("domain", f"{where}.{name}", f"count {count} is beyond any cluster (> 2**53)")
-        else:
-            sane[name] = count
-    return read_counts(result, instance, job, task, sane, where)
 
 
 def _placed_anything(tasks: Any) -> bool:
@@ -70,7 +32,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         placement = {}
     if decision.get("schedule"):
         result.add("decision", "schedule", "packing decisions are static; use placement")
-    admitted_set = _admitted(result, instance, decision.get("admitted"))
+    admitted_set = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     for job_id in placement:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
             result.add("unknown-job", f"placement.{job_id}", "no such job in the instance")
@@ -93,7 +55,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             result.add("instance", job.path, "packing needs fixed worker and PS counts")
             continue
         for task, key, want in (("worker", "workers", job.workers.lo), ("ps", "ps", job.ps.lo)):
-            counts = _counts(result, instance, job, task, tasks.get(key), f"placement.{job.id}.{key}")
+            counts = read_counts(result, instance, job, task, tasks.get(key), f"placement.{job.id}.{key}")
             used.update(counts)
             got = sum(counts.values())
             if got != want:

@@ -20,6 +20,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ...io.instance import Instance
+from ...io.solution import plain
 from .inner import Allocation, best_integer
 from .view import SmdView, smd_view
 
@@ -75,18 +76,3 @@ def decision(admitted: list[str], allocations: Mapping[str, Allocation], stats: 
     if stats:  # counts only: timings go to the report, so the same seed gives the same decision
         out["extra"]["stats"] = {k: v for k, v in stats.items() if not k.endswith("_s")}
     return plain(out)
-
-
-def plain(value: Any) -> Any:
-    """``value`` with every numpy scalar or array turned into the Python value JSON can write."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
