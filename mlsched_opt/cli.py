@@ -43,6 +43,16 @@ def _load(path: str, catalog: str | None):
     return load_instance(path, catalog=catalog)
 
 
+def _catalog_files(instance) -> list[Path]:
+    """Every file of the catalog an instance was resolved against: inputs of the command too, which
+    no output may overwrite."""
+    catalog = getattr(instance, "catalog", None)
+    folder = getattr(catalog, "directory", None)
+    if folder is None or not Path(folder).is_dir():
+        return []
+    return [f for f in Path(folder).iterdir() if f.is_file()]
+
+
 def _family_for(instance, problem: str | None):
     from .problems import get_family
 
@@ -154,8 +164,10 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
             raise OptionError(f"--{name} applies to families with {what}; {family.name} has none", field=f"--{name}")
         raw[name] = str(value)
     options = family.resolve_options(inst, raw)
-    inputs = (file, raw.get("model"))
+    inputs = (file, raw.get("model"), *_catalog_files(inst))
     if out:
+        if Path(out).suffix.lower() != ".json":
+            raise OptionError(f"solution files are JSON: {out!r} must end in .json", field="--out")
         check_writable(out, inputs)  # before the solve, which may take long
     sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed, certify), options)
     check = check_solution(inst, sol, options) if sol.decision is not None else None
@@ -190,7 +202,9 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
         raise write_error
     if check is not None and not check.feasible:
         return 1
-    return 1 if rep.status == "error" else 0
+    if rep.status == "disputed":
+        click.echo(f"DISPUTED: {rep.message}", err=True)
+    return 1 if rep.status in ("error", "disputed") else 0
 
 
 @cli.command()
@@ -255,9 +269,10 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
     fmt = fmt or Path(output).suffix.lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
         raise OptionError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r} (use --format or a .mps/.lp name)", field="--format")
-    check_writable(output, (file,))  # before building the model
+    inputs = (file, *_catalog_files(inst))
+    check_writable(output, inputs)  # before building the model
     model = family.build_model(inst, options)
-    with atomic_path(output, (file,)) as tmp:
+    with atomic_path(output, inputs) as tmp:
         export_model(model, tmp, fmt)
     click.echo(f"wrote {output} ({fmt}, {model.nvariables()} variables, {model.nconstraints()} constraints)")
     return 0
@@ -292,13 +307,14 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
         if value is not None and value > caps[name]:
             raise over_limit(name, value, f"the number of {name}", None, f"--{name}")
     format_of(output)
-    check_writable(output)
     family = get_family(problem)
     catalog = load_catalog(ctx.obj["catalog"])
+    inputs = [f for f in Path(catalog.directory).iterdir() if f.is_file()]
+    check_writable(output, inputs)
     options = family.parse_generate_options(_parse_sets(sets))
     doc = family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=options), catalog)
     from_document(doc, file=output, catalog=catalog)  # a generator bug must not produce an invalid file
-    write_document(doc, output)
+    write_document(doc, output, inputs)
     click.echo(f"wrote {output}")
     return 0
 

@@ -131,15 +131,89 @@ def test_compare_disputes_an_optimum_a_checked_answer_beats(monkeypatch, run):
     assert "disputed" in line
 
 
-def test_unknown_solver_names_are_refused_without_probing(run, tmp_path):
-    marker = tmp_path / "ran"
+def test_unknown_solver_names_are_refused_without_probing(monkeypatch, run, tmp_path):
+    """Only known names reach Pyomo's SolverFactory (whose probe would run an executable of that
+    name): anything else is exit 2 before any probe."""
+    import pyomo.environ as pyo_env
+
+    import mlsched_opt.solvers.pyomo_run as pyomo_run
+
+    probed = []
+    real_factory = pyo_env.SolverFactory
+    monkeypatch.setattr(pyomo_run.pyo, "SolverFactory", lambda name, *a, **k: probed.append(name) or real_factory(name, *a, **k))
     script = tmp_path / "solver.sh"
-    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.write_text(f"#!/bin/sh\ntouch {tmp_path / 'ran'}\n")
     script.chmod(0o755)
-    for name in (str(script), "./solver.sh", "no-such-solver"):
+    for name in (str(script), "./solver.sh", "no-such-solver", "scip_direct"):
         code, out, err = run("solve", DEMO, "--solver", name)
-        assert code == 2 and "--solver" in err and "Traceback" not in err
-    assert not marker.exists()
+        assert code == 2 and "--solver: unknown solver" in err and "Traceback" not in err
+    assert probed == [] and not (tmp_path / "ran").exists()
+
+
+def test_a_formulation_every_solver_agrees_on_but_the_checker_rejects_is_shown(monkeypatch, run):
+    """Every solver 'proves' a point that admits every job (capacity broken): no claim survives the
+    checker, so the answer is disputed, the rejected decision is kept and the command fails."""
+
+    def backend_for(name):
+        real = REAL_BACKEND(name)
+
+        def run_(model, options):
+            outcome = real(model, options)
+            for v in model.component_data_objects(pyo.Var, active=True):
+                v.set_value(v.ub if v.ub is not None else 1, skip_validation=True)
+            return Outcome("optimal", True, None, outcome.version)
+
+        return run_
+
+    monkeypatch.setattr(solvers_pkg, "backend_for", backend_for)
+    code, out, err = run("solve", DEMO, "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["status"] == "disputed" and doc["check"]["feasible"] is False
+
+
+def test_a_referee_that_breaks_down_is_no_opinion(monkeypatch):
+    """A referee ending in 'error' (or raising) does not downgrade a good answer: the next is asked."""
+
+    def backend_for(name):
+        real = REAL_BACKEND(name)
+        if name == "scip":
+            def broken(model, options):
+                raise RuntimeError("referee install is broken")
+            return broken
+        return real
+
+    monkeypatch.setattr(solvers_pkg, "backend_for", backend_for)
+    rep = _solve().report
+    assert rep.status == "optimal" and rep.certified_by.startswith("cpsat"), rep.message
+
+
+@pytest.mark.parametrize("bad", [["--seed", str(2**31)], ["--seed", "99999999999"], ["--threads", "100000"]])
+def test_seeds_and_threads_the_solvers_cannot_take_are_user_errors(run, bad):
+    code, out, err = run("solve", DEMO, *bad)
+    assert code == 2 and bad[0] in err and "Traceback" not in err
+
+
+def test_agreement_is_relative_even_for_small_objectives():
+    from mlsched_opt.solvers.certify import _agree
+
+    assert not _agree(0.002, 0.009, 0.01)
+    assert _agree(374.0365, 374.0365 + 1e-5, 0.0)  # CP-SAT's float-objective precision
+    assert _agree(0.0, 1e-10, 0.0) and not _agree(0.0, 1e-6, 0.0)
+
+
+def test_cpsat_translation_takes_zero_rows_and_refuses_vanishing_terms():
+    from mlsched_opt.solvers import solve
+    from mlsched_opt.solvers.cpsat import NotTranslatable
+
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.Integers, bounds=(0, 10))
+    m.zero = pyo.Constraint(expr=0 * m.x >= -1)
+    m.o = pyo.Objective(expr=m.x, sense=pyo.maximize)
+    assert solve(m, SolveOptions(solver="cpsat")).objective == 10
+    m.y = pyo.Var(domain=pyo.Integers, bounds=(0, 10))
+    m.tiny = pyo.Constraint(expr=m.x + 3e-10 * m.y <= 20)
+    with pytest.raises(NotTranslatable):
+        solve(m, SolveOptions(solver="cpsat"))
 
 
 def test_scip_back_end_proves_the_same_optimum():

@@ -98,10 +98,13 @@ def test_compare_table(run):
     assert code == 0
     lines = out.splitlines()
     header = lines[1].split()
-    assert header == ["method", "status", "objective", "bound", "gap", "wall", "s", "ratio", "check"]
+    assert header == ["method", "status", "objective", "bound", "gap", "wall", "s", "ratio", "check", "certified", "by"]
     rows = {line.split("  ")[0].strip(): line for line in lines[3:] if line and not line.startswith("ratio")}
     assert set(rows) == {"exact (highs)", "exact (cpsat)", "ffd", "lp-relaxation (bound)"}
-    assert re.search(r"ffd\s+feasible\s+36\s+-\s+-\s+[\d.]+\s+1\.167\s+ok", rows["ffd"])
+    assert re.search(r"ffd\s+feasible\s+36\s+-\s+-\s+[\d.]+\s+1\.167\s+ok\s+-", rows["ffd"])
+    # each exact row names the other solver that confirmed its optimum
+    assert re.search(r"optimal\s+42\s+42\s+0\s+[\d.]+\s+1\s+ok\s+scip$", rows["exact (highs)"])
+    assert re.search(r"optimal\s+42\s+42\s+0\s+[\d.]+\s+1\s+ok\s+highs$", rows["exact (cpsat)"])
     assert "running ffd" in err  # progress goes to stderr
 
 
@@ -120,3 +123,72 @@ def test_readme_and_ci_agree():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make demo" in readme and "make test" in readme
     assert "\nmake test\n" in ci
+
+
+def test_check_takes_problem_options_from_the_instance_and_command_line_never_the_solution(run, tmp_path):
+    """A servers-mode answer is checked as one only when the command line (or the instance) says so;
+    a solution that rewrites its recorded options to pass is caught."""
+    inst = tmp_path / "p.toml"
+    assert run("generate", "--problem", "packing", "--jobs", "6", "--servers", "4", "--seed", "7", "-o", inst)[0] == 0
+    sol = tmp_path / "s.json"
+    code, out, _ = run("solve", inst, "--method", "ffd", "--set", "objective=servers", "--out", sol)
+    assert code == 0 and json.loads(sol.read_text())["decision"], out
+    code, out, _ = run("check", inst, sol, "--set", "objective=servers")
+    assert code == 0, out
+    # without --set the problem is the default (weight): the recorded objective=servers is reported
+    code, out, _ = run("check", inst, sol)
+    assert code == 1 and "problem-options[problem_options]" in out
+    # forging the record does not help: the objective is recomputed for the problem of the command line
+    doc = json.loads(sol.read_text())
+    doc["problem_options"]["objective"] = "weight"
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(doc))
+    code, out, _ = run("check", inst, forged)
+    assert code == 1 and "objective[report]" in out
+    # the instance's own options table sets the problem too; --set overrides it
+    text = inst.read_text().replace('problem = "packing"', 'problem = "packing"\n\n[options]\nobjective = "servers"', 1)
+    inst2 = tmp_path / "p-servers.toml"
+    inst2.write_text(text)
+    sol2 = tmp_path / "s2.json"
+    assert run("solve", inst2, "--method", "ffd", "--out", sol2)[0] == 0
+    assert json.loads(sol2.read_text())["problem_options"]["objective"] == "servers"
+    assert run("check", inst2, sol2)[0] == 0
+    assert run("check", inst2, sol2, "--set", "objective=weight")[0] == 1
+
+
+def test_instance_options_are_validated_with_their_field(run, tmp_path):
+    inst = tmp_path / "bad.toml"
+    inst.write_text(DEMO.read_text().replace('problem = "packing"', 'problem = "packing"\n\n[options]\nobjective = "cost"', 1))
+    code, _, err = run("solve", inst, "--method", "ffd")
+    assert code == 2 and "options.objective" in err and str(inst) in err
+
+
+def test_outputs_never_overwrite_catalog_files_and_solutions_are_json(run, tmp_path):
+    import shutil
+
+    catalog = tmp_path / "cat"
+    shutil.copytree(ROOT / "models", catalog)
+    entry = next(catalog.glob("*.toml"))
+    before = entry.read_bytes()
+    for args in (["solve", DEMO, "--method", "ffd", "--out", entry],
+                 ["export", DEMO, "--format", "lp", "-o", entry],
+                 ["generate", "--problem", "packing", "--jobs", "3", "--servers", "2", "--seed", "1", "-o", entry]):
+        code, _, err = run("--catalog", catalog, *args)
+        # solve refuses a non-JSON --out first; export and generate name the input they would destroy
+        assert code == 2 and ("refusing to overwrite the input file" in err or args[0] == "solve"), (args, err)
+    assert entry.read_bytes() == before
+    code, _, err = run("solve", DEMO, "--method", "ffd", "--out", tmp_path / "sol.toml")
+    assert code == 2 and "--out" in err and ".json" in err
+
+
+def test_the_api_honours_the_instance_options_table_like_the_cli(tmp_path):
+    from mlsched_opt.checking import check_solution
+    from mlsched_opt.problems import get_family
+    from mlsched_opt.solvers import SolveOptions
+
+    inst_path = tmp_path / "p.toml"
+    inst_path.write_text(DEMO.read_text().replace('problem = "packing"', 'problem = "packing"\n\n[options]\nobjective = "servers"', 1))
+    inst = load_instance(inst_path)
+    sol = get_family("packing").run(inst, "ffd", SolveOptions(), {})
+    assert sol.problem_options["objective"] == "servers"
+    assert not any(v.rule == "problem-options" for v in check_solution(inst, sol).violations)

@@ -55,7 +55,7 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
     flagged ``ratio_is_bound`` (the true ratio is at most that).
     """
     rows: list[Row] = []
-    opts = family.parse_options(options)
+    opts = family.resolve_options(instance, options)
     for method, solver in methods:
         label = f"{method} ({solver})" if family.method(method).kind == "exact" else method
         if progress:
@@ -78,16 +78,21 @@ def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
     Values are the checker's (a claim is compared with what the decisions are worth, not with
     what the methods say they are worth)."""
     checked = [(r, r.check.objective) for r in rows if r.check is not None and r.check.feasible and r.check.objective is not None]
-    tol = lambda a, b: max(gap, 1e-6) * max(1.0, abs(a), abs(b))  # noqa: E731
+    tol = lambda a, b: max(gap, 1e-6) * max(abs(a), abs(b)) + 1e-9  # noqa: E731
     for row in rows:
         rep = row.report
         if rep.status != "optimal" or rep.objective is None:
             continue
+        if row.check is not None and not row.check.feasible:
+            note = "disputed: the claimed optimum's own decision fails the checker"
+            row.report = dataclasses.replace(rep, status="disputed", bound=None, message="; ".join(filter(None, [rep.message, note])))
+            continue
+        claimed = row.check.objective if row.check is not None and row.check.objective is not None else rep.objective
         beaten = [(r, v) for r, v in checked if r is not row
-                  and (v - rep.objective if sense == "max" else rep.objective - v) > tol(v, rep.objective)]
+                  and (v - claimed if sense == "max" else claimed - v) > tol(v, claimed)]
         if beaten:
             r, v = max(beaten, key=lambda rv: rv[1]) if sense == "max" else min(beaten, key=lambda rv: rv[1])
-            note = f"disputed: the claimed optimum {rep.objective:.10g} is beaten by {r.label}, whose checked value is {v:.10g}"
+            note = f"disputed: the claimed optimum {claimed:.10g} is beaten by {r.label}, whose checked value is {v:.10g}"
             row.report = dataclasses.replace(rep, status="disputed", bound=None,
                                              message="; ".join(filter(None, [rep.message, note])))
 
@@ -116,8 +121,9 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 
 
 def format_table(rows: list[Row]) -> str:
-    """A plain-text table: method, status, objective, bound, gap, wall time, ratio, check."""
-    header = ["method", "status", "objective", "bound", "gap", "wall s", "ratio", "check"]
+    """A plain-text table: method, status, objective, bound, gap, wall time, ratio, check, and the
+    solvers that certified an exact answer."""
+    header = ["method", "status", "objective", "bound", "gap", "wall s", "ratio", "check", "certified by"]
     lines = [header]
     for r in rows:
         rep = r.report
@@ -125,8 +131,11 @@ def format_table(rows: list[Row]) -> str:
         ratio = _fmt(r.ratio) if r.ratio is not None else "-"
         if r.ratio_is_bound and r.ratio is not None:
             ratio = "<=" + ratio
+        # the referees' names without versions (the JSON output has them in full)
+        referees = ", ".join(dict.fromkeys(part.split()[0] + (" (no presolve)" if "presolve off" in part else "")
+                                           for part in rep.certified_by.split(", ") if part)) or "-"
         lines.append([r.label, rep.status, _fmt(rep.objective, 8), _fmt(rep.bound, 8),
-                      _fmt(rep.gap, 3), f"{rep.wall_s:.3f}", ratio, check])
+                      _fmt(rep.gap, 3), f"{rep.wall_s:.3f}", ratio, check, referees if r.method != "lp" else "-"])
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     out = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))

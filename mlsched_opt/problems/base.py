@@ -309,8 +309,9 @@ class Family:
 
     def run(self, instance: Instance, method: str, solve_options: SolveOptions,
             options: Mapping[str, Any] | None = None) -> Solution:
-        """Run ``method`` and wrap its answer as a :class:`Solution` (options already parsed or raw)."""
-        opts = self.parse_options(options or {})
+        """Run ``method`` and wrap its answer as a :class:`Solution` (options already parsed or raw; the
+        instance's own ``options`` table fills in what they leave out)."""
+        opts = self.resolve_options(instance, options or {})
         result = self.method(method).run(instance, opts, solve_options)
         return Solution.for_instance(instance, self.name, method, result.report, result.decision, opts)
 

@@ -18,9 +18,11 @@ infeasible.  So a claim of the primary solver is confirmed by a *referee*, a dif
    (the report names the refuted ones); anything else is ``disputed``: the best checked
    decision is kept, and nothing is claimed about the optimum.
 
-A referee that runs out of time without refuting anything leaves the answer unconfirmed:
-``optimal`` becomes ``feasible`` (``infeasible`` becomes ``time-limit-no-solution``) with a
-message saying so.  The referee works within the same deadline as the primary solve.
+A referee that runs out of time without refuting anything, or no referee at all (none can take
+the model, none is installed, no time is left), leaves the answer unconfirmed: ``optimal``
+becomes ``feasible`` (``infeasible`` becomes ``time-limit-no-solution``) with a message saying
+why.  A referee that breaks down (status ``error``) is no opinion: the next one is asked.  The
+referees work within the same deadline as the primary solve.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from .report import SolveOptions, SolveReport
 
 #: Below this many seconds left, no referee is started (its answer could not be trusted anyway).
 MIN_REFEREE_S = 0.05
+#: Solvers whose presolve :class:`SolveOptions.presolve` switches off.
+PRESOLVE_SWITCH = ("highs", "cpsat", "scip")
 
 
 @dataclass
@@ -69,7 +73,9 @@ def _label(options: SolveOptions, report: SolveReport) -> str:
 
 
 def _agree(a: float, b: float, gap: float) -> bool:
-    return abs(a - b) <= max(gap, 1e-6) * max(1.0, abs(a), abs(b))
+    """Equal within the requested relative gap (at least 1e-6, the precision of CP-SAT's float
+    objectives), plus 1e-9 absolute for optima at 0."""
+    return abs(a - b) <= max(gap, 1e-6) * max(abs(a), abs(b)) + 1e-9
 
 
 def _better(a: float, b: float, sense: str, gap: float) -> bool:
@@ -102,37 +108,51 @@ def certify(model: pyo.ConcreteModel, report: SolveReport, decision: Any, option
     primary = _claim(_label(options, report), report, decision, evaluate)
     claims = [primary]
     used: list[str] = [options.solver]
-    referee = None
+    referee, why_none = None, "no time was left for a referee"
     for name in referees(options.solver):
-        try:
-            referee = _run(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
-        except UserError:  # this solver cannot take the model (CP-SAT and a continuous variable)
+        claim, why = _try(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
+        if claim is None:
+            why_none = why or why_none
             continue
-        if referee is not None:
-            claims.append(referee)
-            used.append(name)
-        break
+        claims.append(claim)
+        used.append(name)
+        referee = claim
+        if claim.report.status != "error":  # a referee that broke down is no opinion: ask the next
+            break
     if referee is None and not primary.rejected:
-        return _unconfirmed(report, primary, None), decision
+        return _unconfirmed(report, primary, None, why_none), decision
     if referee is not None and not primary.rejected and _consistent(primary, referee, report.sense, options.gap):
         return _certified(report, decision, primary, [referee]), decision
     if referee is not None and not primary.rejected and not _refutes(referee, primary, report.sense, options.gap) \
             and not (referee.says_optimal or referee.says_infeasible):
-        return _unconfirmed(report, primary, referee), decision
-    # a disagreement (or a decision the checker rejects): presolve-off re-solves and a third opinion
+        return _unconfirmed(report, primary, referee, ""), decision
+    # a disagreement (or a decision the checker rejects): presolve-off re-solves and a third opinion;
+    # only solvers whose presolve we can switch off re-solve (a re-run of the same solve is no opinion)
     for name in used:
-        claim = _run(model, dataclasses.replace(options, solver=name, presolve=False), deadline, extract, evaluate)
-        if claim is not None:
-            claims.append(claim)
+        if name in PRESOLVE_SWITCH:
+            claim, _ = _try(model, dataclasses.replace(options, solver=name, presolve=False), deadline, extract, evaluate)
+            if claim is not None:
+                claims.append(claim)
     for name in referees(options.solver):
         if name not in used:
-            try:
-                claim = _run(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
-            except UserError:
-                continue
+            claim, _ = _try(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
             if claim is not None:
                 claims.append(claim)
     return _resolve(report, claims, options.gap)
+
+
+def _try(model: pyo.ConcreteModel, options: SolveOptions, deadline: float, extract: Extract,
+         evaluate: Evaluate) -> tuple[Claim | None, str]:
+    """A referee's claim, or ``None`` and why not: no time left, or a solver that cannot take this
+    model (CP-SAT and a continuous variable) or cannot run here.  A referee's failure never costs
+    the primary's answer."""
+    try:
+        claim = _run(model, options, deadline, extract, evaluate)
+    except UserError as exc:
+        return None, f"{options.solver} cannot take this model ({exc.reason})"
+    except Exception as exc:  # noqa: BLE001 - a broken referee install must not discard a good answer
+        return None, f"{options.solver} failed ({type(exc).__name__}: {exc})"
+    return claim, "" if claim is not None else "no time was left for a referee"
 
 
 def _claim(label: str, report: SolveReport, decision: Any, evaluate: Evaluate) -> Claim:
@@ -177,10 +197,9 @@ def _certified(report: SolveReport, decision: Any, claim: Claim, confirmations: 
     return dataclasses.replace(report, message=message, certified_by=by)
 
 
-def _unconfirmed(report: SolveReport, primary: Claim, referee: Claim | None) -> SolveReport:
+def _unconfirmed(report: SolveReport, primary: Claim, referee: Claim | None, why_none: str) -> SolveReport:
     what = "infeasibility" if primary.says_infeasible else "optimality"
-    why = ("no time was left for a referee" if referee is None
-           else f"{referee.label} ended {referee.report.status} within the time limit")
+    why = why_none if referee is None else f"{referee.label} ended {referee.report.status} within the time limit"
     message = "; ".join(filter(None, [report.message, f"{primary.label} claimed {what}, not confirmed: {why}"]))
     if primary.says_infeasible:
         return dataclasses.replace(report, status="time-limit-no-solution", message=message)
@@ -209,14 +228,16 @@ def _resolve(report: SolveReport, claims: list[Claim], gap: float) -> tuple[Solv
     if len(standing) >= 2 and all(_consistent(standing[0], c, sense, gap) for c in standing[1:]):
         lead = standing[0]
         note = ("refuted: " + ", ".join(c.label for c in refuted)) if refuted else ""
-        base = dataclasses.replace(lead.report, build_s=report.build_s, solve_s=report.solve_s + sum(c.report.solve_s for c in claims[1:]),
-                                   options=report.options)
+        # the caller adds the time certification took to solve_s
+        base = dataclasses.replace(lead.report, build_s=report.build_s, solve_s=report.solve_s, options=report.options)
         message = "; ".join(filter(None, [f"the solvers disagreed ({story})", note,
                                           f"certified: {lead.label} confirmed by {', '.join(c.label for c in standing[1:])}"]))
         return dataclasses.replace(base, message=message, certified_by=", ".join(c.label for c in standing[1:])), lead.decision
     message = f"disputed: the solvers' claims could not be reconciled ({story})"
     if best is None:
-        return dataclasses.replace(report, status="disputed", objective=None, bound=None, message=message), None
+        # no decision of any solver passes the checker: a formulation (not a solver) defect. The
+        # primary's decision is kept so that the checker's verdict on it is shown, not hidden.
+        return dataclasses.replace(report, status="disputed", bound=None, message=message), claims[0].decision
     return dataclasses.replace(report, status="disputed", objective=best.value, bound=None, message=message), best.decision
 
 

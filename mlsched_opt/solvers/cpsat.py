@@ -40,9 +40,12 @@ class NotTranslatable(UserError):
 
 
 def _integral_scale(coefs: list[float]) -> int | None:
+    """The smallest power of ten (up to 10^6) that makes every coefficient an integer, none of the
+    non-zero ones rounded to 0 (a vanishing term would be silently dropped)."""
     for power in range(_MAX_POWER + 1):
         scale = 10**power
-        if all(abs(c * scale - round(c * scale)) <= _TOL * max(1.0, abs(c * scale)) for c in coefs):
+        if all(abs(c * scale - round(c * scale)) <= _TOL * max(1.0, abs(c * scale)) and (c == 0 or round(c * scale) != 0)
+               for c in coefs):
             return scale
     return None
 
@@ -79,6 +82,8 @@ def translate(model: pyo.ConcreteModel) -> Translation:
         if not repn.is_linear():
             raise NotTranslatable(f"CP-SAT back end takes linear models; constraint {con.name} is nonlinear", field="--solver")
         coefs = [float(c) for c in repn.linear_coefs]
+        if not any(coefs):
+            coefs = []  # every coefficient 0: a constant row
         const = float(repn.constant)
         lower = None if con.lower is None else pyo.value(con.lower) - const
         upper = None if con.upper is None else pyo.value(con.upper) - const

@@ -14,6 +14,10 @@ from ..errors import OptionError
 STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time-limit-no-solution", "failed", "error", "disputed")
 
 
+#: More solver threads than any machine here has is a mistyped number, not a request.
+MAX_THREADS = 1024
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     """Options every solve takes.
@@ -53,10 +57,11 @@ class SolveOptions:
             raise OptionError(f"time limit must be a positive number of seconds, got {self.time_limit}", field="--time-limit")
         if not (0 <= self.gap < 1):
             raise OptionError(f"gap must be in [0, 1), got {self.gap}", field="--gap")
-        if self.threads < 1:
-            raise OptionError(f"threads must be >= 1, got {self.threads}", field="--threads")
-        if self.seed < 0:
-            raise OptionError(f"seed must be >= 0, got {self.seed}", field="--seed")
+        if not 1 <= self.threads <= MAX_THREADS:
+            raise OptionError(f"threads must be in [1, {MAX_THREADS}], got {self.threads}", field="--threads")
+        if not 0 <= self.seed < 2**31:
+            # CP-SAT and SCIP take 32-bit seeds; a larger one would be a traceback in the referee
+            raise OptionError(f"seed must be in [0, 2**31), got {self.seed}", field="--seed")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
