@@ -20,7 +20,7 @@ from mlsched_opt.problems import get_family
 from mlsched_opt.solvers import SolveOptions
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTANCES = ["demo.toml", "smd-12jobs.toml", "oasis-toy.toml", "hetero-toy.toml", "locality-toy.toml", "locality-6jobs.toml"]
+INSTANCES = ["demo.toml", "smd-12jobs.toml", "oasis-toy.toml", "oasis-10jobs.toml", "hetero-toy.toml", "hetero-12gpus.toml", "locality-toy.toml"]
 
 
 def main() -> None:
