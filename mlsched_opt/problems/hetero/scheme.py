@@ -135,53 +135,6 @@ class Market:
         return (value, y) if value < best[0] - 1e-12 else best
 
     def _link_floors(self, gamma: np.ndarray, kappa: np.ndarray, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
-        """Descent over per-job link floors: job ``i`` may only buy GPUs whose link is at least
-        ``floor_i``.  A move raises one job's floor just past the slowest link it holds now and
-        re-clears the market; it is kept when the true average JCT drops.  The valuation is linear
-        in the workers and cannot see ``r_min`` (the slowest link of a job's workers sets its ring
-        all-reduce time), so without this a job buys fast GPUs on slow links [our design].  Only
-        runs when GPUs of the cluster have different links; at most ``S`` market solves per pass
-        and ``L`` passes, ``L <= MAX_LINK_LEVELS`` floors, and never past the deadline."""
-        floors = np.full(self.view.S, -np.inf)
-        bw = self.view.bandwidth
-        x = best[1]
-        for _ in range(len(self._levels)):
-            improved = False
-            for i in np.flatnonzero(self._link_bound):
-                if self.expired():
-                    return best
-                held = bw[x[i] > 0]
-                higher = self._levels[self._levels > held.min()] if len(held) else ()
-                if len(higher) == 0:
-                    continue
-                trial = floors.copy()
-                trial[i] = higher[0]
-                mask = np.where(bw[None, :] >= trial[:, None], 0.0, -np.inf)
-                y = allocate(gamma + self._gamma_mask + mask, kappa, self.view.counts, self.engine)
-                if y is None:
-                    continue
-                avg = float(self.jct_table(y).mean())
-                if avg < best[0] - 1e-12:
-                    best, floors, x, improved = (avg, y), trial, y, True
-            if not improved:
-                break
-        return best
-
-    def _reassign(self, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
-        """Hand the cleared bundles (each job's class counts) back out to the jobs of the same size
-        by the true JCT (an assignment problem; our design): which job gets the bundle on the fast
-        links is a joint choice the linear valuation does not see."""
-        x = best[1]
-        assert x is not None
-        sizes = x.sum(axis=1)
-        cost = np.vstack([jct(self.view, job, x, self.comm, self.split) for job in self.view.jobs])
-        cost = np.where(sizes[:, None] == sizes[None, :], cost, np.inf)
-        _, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
-        y = x[cols]
-        value = float(self.jct_table(y).mean())
-        return (value, y) if value < best[0] - 1e-12 else best
-
-    def _link_floors(self, gamma: np.ndarray, kappa: np.ndarray, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
         """Coordinate descent over per-job link floors: job ``i`` may only buy GPUs whose link is
         at least ``floor_i``; a floor is kept when the re-cleared market lowers the true average
         JCT.  The valuation is linear in the workers and cannot see ``r_min`` (the slowest link of
