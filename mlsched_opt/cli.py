@@ -166,9 +166,9 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
     options = family.resolve_options(inst, raw)
     inputs = (file, raw.get("model"), *_catalog_files(inst))
     if out:
-        if Path(out).suffix.lower() != ".json":
-            raise OptionError(f"solution files are JSON: {out!r} must end in .json", field="--out")
         check_writable(out, inputs)  # before the solve, which may take long
+        if Path(out).suffix.lower() != ".json":  # `check` reads solutions only as .json
+            raise OptionError(f"solution files are JSON: {out!r} must end in .json", field="--out")
     sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed, certify), options)
     check = check_solution(inst, sol, options) if sol.decision is not None else None
     write_error = None
