@@ -43,10 +43,9 @@ def _load(path: str, catalog: str | None):
     return load_instance(path, catalog=catalog)
 
 
-def _catalog_files(instance) -> list[Path]:
-    """Every file of the catalog an instance was resolved against: inputs of the command too, which
-    no output may overwrite."""
-    catalog = getattr(instance, "catalog", None)
+def _catalog_files(catalog) -> list[Path]:
+    """Every file of a catalog (the one an instance was resolved against, or a generator's): inputs
+    of the command too, which no output may overwrite."""
     folder = getattr(catalog, "directory", None)
     if folder is None or not Path(folder).is_dir():
         return []
@@ -164,7 +163,7 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
             raise OptionError(f"--{name} applies to families with {what}; {family.name} has none", field=f"--{name}")
         raw[name] = str(value)
     options = family.resolve_options(inst, raw)
-    inputs = (file, raw.get("model"), *_catalog_files(inst))
+    inputs = (file, raw.get("model"), *_catalog_files(inst.catalog))
     if out:
         check_writable(out, inputs)  # before the solve, which may take long
         if Path(out).suffix.lower() != ".json":  # `check` reads solutions only as .json
@@ -269,7 +268,7 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
     fmt = fmt or Path(output).suffix.lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
         raise OptionError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r} (use --format or a .mps/.lp name)", field="--format")
-    inputs = (file, *_catalog_files(inst))
+    inputs = (file, *_catalog_files(inst.catalog))
     check_writable(output, inputs)  # before building the model
     model = family.build_model(inst, options)
     with atomic_path(output, inputs) as tmp:
@@ -309,7 +308,7 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
     format_of(output)
     family = get_family(problem)
     catalog = load_catalog(ctx.obj["catalog"])
-    inputs = [f for f in Path(catalog.directory).iterdir() if f.is_file()]
+    inputs = _catalog_files(catalog)
     check_writable(output, inputs)
     options = family.parse_generate_options(_parse_sets(sets))
     doc = family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=options), catalog)

@@ -194,11 +194,11 @@ def test_seeds_and_threads_the_solvers_cannot_take_are_user_errors(run, bad):
 
 
 def test_agreement_is_relative_even_for_small_objectives():
-    from mlsched_opt.solvers.certify import _agree
+    from mlsched_opt.solvers.certify import agree
 
-    assert not _agree(0.002, 0.009, 0.01)
-    assert _agree(374.0365, 374.0365 + 1e-5, 0.0)  # CP-SAT's float-objective precision
-    assert _agree(0.0, 1e-10, 0.0) and not _agree(0.0, 1e-6, 0.0)
+    assert not agree(0.002, 0.009, 0.01)
+    assert agree(374.0365, 374.0365 + 1e-5, 0.0)  # CP-SAT's float-objective precision
+    assert agree(0.0, 1e-10, 0.0) and not agree(0.0, 1e-6, 0.0)
 
 
 def test_cpsat_translation_takes_zero_rows_and_refuses_vanishing_terms():

@@ -12,6 +12,7 @@ from ..io.instance import Instance
 from ..io.solution import Solution
 from ..problems import Family
 from ..solvers import SolveOptions, SolveReport
+from ..solvers.certify import better
 
 
 @dataclass
@@ -78,7 +79,6 @@ def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
     Values are the checker's (a claim is compared with what the decisions are worth, not with
     what the methods say they are worth)."""
     checked = [(r, r.check.objective) for r in rows if r.check is not None and r.check.feasible and r.check.objective is not None]
-    tol = lambda a, b: max(gap, 1e-6) * max(abs(a), abs(b)) + 1e-9  # noqa: E731
     for row in rows:
         rep = row.report
         if rep.status != "optimal" or rep.objective is None:
@@ -89,7 +89,7 @@ def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
             continue
         claimed = row.check.objective if row.check is not None and row.check.objective is not None else rep.objective
         beaten = [(r, v) for r, v in checked if r is not row
-                  and (v - claimed if sense == "max" else claimed - v) > tol(v, claimed)]
+                  and better(v, claimed, sense, gap)]
         if beaten:
             r, v = max(beaten, key=lambda rv: rv[1]) if sense == "max" else min(beaten, key=lambda rv: rv[1])
             note = f"disputed: the claimed optimum {claimed:.10g} is beaten by {r.label}, whose checked value is {v:.10g}"

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from ..io.instance import Instance
 from ..io.solution import Solution
-from .core import CheckResult, Usage, Violation, compare_objective, read_counts, unknown_jobs
+from .core import CheckResult, Usage, Violation, compare_objective, read_counts, run_check, unknown_jobs
 
 
 def check_solution(instance: Instance, solution: Solution, options: Mapping[str, Any] | None = None) -> CheckResult:
@@ -35,12 +35,7 @@ def check_solution(instance: Instance, solution: Solution, options: Mapping[str,
     stated = solution.problem_options if isinstance(solution.problem_options, Mapping) else {}
     for mismatch in family.problem_option_mismatches(stated, parsed):
         result.add("problem-options", "problem_options", f"the solution was made for {mismatch}")
-    try:
-        family.check(instance, solution.decision, parsed, result)
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError, RecursionError) as exc:
-        # the family checkers name the rules they know; a value no rule foresaw still gets a verdict, not a traceback
-        result.add("malformed", "decision", f"cannot be read as a {solution.problem} decision ({type(exc).__name__}: {exc})")
-        result.objective = None
+    run_check(family.check, instance, solution.decision, parsed, result, family.name)
     compare_objective(result, solution.report.objective)
     return result
 

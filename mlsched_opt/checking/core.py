@@ -12,11 +12,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..io.instance import Instance, Job
+from ..io.schema import MAX_NUMBER
 
 #: Relative tolerance for capacities and for the stated objective.
 TOL = 1e-6
-#: A task count beyond this is no count (and would overflow float arithmetic).
-MAX_COUNT = 2**53
+#: A task count beyond this is no count (and would overflow float arithmetic): the one numeric
+#: bound of the input files.
+MAX_COUNT = MAX_NUMBER
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,42 @@ def unknown_jobs(result: CheckResult, instance: Instance, ids: list[str] | Mappi
     for job_id in ids:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
             result.add("unknown-job", f"{where}.{job_id}", "no such job in the instance")
+
+
+def decision_part(result: CheckResult, decision: Any, key: str, family: str) -> Mapping[str, Any] | None:
+    """The ``key`` part of a decision (``schedule`` for slotted families, ``placement`` for static
+    ones) as a mapping: ``None`` (rule ``decision``) when the decision itself is not a mapping,
+    ``{}`` (rule ``domain``) when the part is absent or not a mapping.  A non-empty part of the
+    other kind breaks rule ``decision``."""
+    if not isinstance(decision, Mapping):
+        result.add("decision", "decision", f"must be a mapping, got {type(decision).__name__}")
+        return None
+    part = decision.get(key)
+    if part is None:
+        part = {}
+    if not isinstance(part, Mapping):
+        result.add("domain", key, f"must be a mapping keyed by job id, got {type(part).__name__}")
+        part = {}
+    other, kind = ("placement", "slotted") if key == "schedule" else ("schedule", "static")
+    if decision.get(other):
+        result.add("decision", other, f"{family} decisions are {kind}; use {key}")
+    return part
+
+
+#: What a family checker may raise on a value no rule of it foresaw.
+CHECKER_FAILURES = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError,
+                    RecursionError)
+
+
+def run_check(check: Any, instance: Instance, decision: Any, options: Mapping[str, Any], result: CheckResult,
+              family: str) -> None:
+    """Run a family's ``check``; a value none of its rules foresaw still gets a verdict (rule
+    ``malformed``), not a traceback."""
+    try:
+        check(instance, decision, options, result)
+    except CHECKER_FAILURES as exc:
+        result.add("malformed", "decision", f"cannot be read as a {family} decision ({type(exc).__name__}: {exc})")
+        result.objective = None
 
 
 def job_ids(result: CheckResult, instance: Instance, value: Any, where: str) -> list[str]:

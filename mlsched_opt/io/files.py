@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import InstanceError, OptionError, UserError
+from .schema import MAX_NUMBER
 
 FORMATS = ("json", "toml")
 
@@ -54,8 +55,6 @@ LIMITS: dict[str, tuple[int, str]] = {
 ENV_LIMITS = "MLSCHED_LIMITS"
 #: the most digits an integer literal may have (2**53 has 16; Python refuses > 4300 anyway)
 MAX_INT_DIGITS = 100
-#: the largest magnitude of any number in an instance (exact in a double)
-MAX_NUMBER = 2**53
 
 _overrides: dict[str, int] = {}
 

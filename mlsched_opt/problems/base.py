@@ -16,9 +16,10 @@ from typing import Any, Callable, Mapping
 
 import pyomo.environ as pyo
 
-from ..checking.core import CheckResult
+from ..checking.core import CheckResult, run_check
 from ..errors import InstanceError, OptionError
 from ..io.instance import Instance
+from ..io.schema import MAX_NUMBER
 from ..io.solution import Solution
 from ..solvers import SolveOptions, SolveReport, relaxation, solve
 from ..solvers.certify import certify
@@ -76,8 +77,8 @@ class Option:
             value = int(value)
         if isinstance(value, float) and not math.isfinite(value):
             raise OptionError(f"{self.name} must be a finite number, got {value!r}", field=source)
-        if abs(value) > MAX_SAFE_NUMBER:
-            raise OptionError(f"{self.name} is out of range (|value| <= {MAX_SAFE_NUMBER:.0e}), got {value!r}", field=source)
+        if abs(value) > MAX_NUMBER:
+            raise OptionError(f"{self.name} is out of range (|value| <= {MAX_NUMBER:.0e}), got {value!r}", field=source)
         if self.minimum is not None and value < self.minimum:
             raise OptionError(f"{self.name} must be >= {self.minimum:g}, got {value!r}", field=source)
         if self.maximum is not None and value > self.maximum:
@@ -92,11 +93,6 @@ class Option:
         lo = "" if self.minimum is None else f"{self.minimum:g} <= "
         hi = "" if self.maximum is None else f" <= {self.maximum:g}"
         return f"{lo}{kind}{hi}"
-
-
-#: The largest magnitude an option or a numeric field may take: exact in a float, far beyond any
-#: real cluster, and small enough that no arithmetic on it overflows.
-MAX_SAFE_NUMBER = 2**53
 
 
 @dataclass(frozen=True)
@@ -288,10 +284,7 @@ class Family:
     def _evaluate(self, instance: Instance, options: Mapping[str, Any], decision: Decision) -> tuple[float | None, str]:
         """The checker's verdict on a decision: its objective, or why it is rejected."""
         result = CheckResult()
-        try:
-            self.check(instance, decision, options, result)
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError) as exc:
-            return None, f"{type(exc).__name__}: {exc}"
+        run_check(self.check, instance, decision, options, result, self.name)
         if not result.feasible:
             return None, "; ".join(map(str, result.violations[:3]))
         return result.objective, ""

@@ -72,15 +72,15 @@ def _label(options: SolveOptions, report: SolveReport) -> str:
     return name if options.presolve else f"{name} (presolve off)"
 
 
-def _agree(a: float, b: float, gap: float) -> bool:
+def agree(a: float, b: float, gap: float) -> bool:
     """Equal within the requested relative gap (at least 1e-6, the precision of CP-SAT's float
     objectives), plus 1e-9 absolute for optima at 0."""
     return abs(a - b) <= max(gap, 1e-6) * max(abs(a), abs(b)) + 1e-9
 
 
-def _better(a: float, b: float, sense: str, gap: float) -> bool:
+def better(a: float, b: float, sense: str, gap: float) -> bool:
     """``a`` strictly better than ``b`` beyond the tolerance."""
-    if _agree(a, b, gap):
+    if agree(a, b, gap):
         return False
     return a > b if sense == "max" else a < b
 
@@ -179,7 +179,7 @@ def _consistent(a: Claim, b: Claim, sense: str, gap: float) -> bool:
     if a.says_infeasible and b.says_infeasible:
         return True
     return (a.says_optimal and b.says_optimal and a.value is not None and b.value is not None
-            and _agree(a.value, b.value, gap))
+            and agree(a.value, b.value, gap))
 
 
 def _refutes(witness: Claim, claim: Claim, sense: str, gap: float) -> bool:
@@ -188,7 +188,7 @@ def _refutes(witness: Claim, claim: Claim, sense: str, gap: float) -> bool:
         return False
     if claim.says_infeasible:
         return True
-    return claim.says_optimal and (claim.value is None or _better(witness.value, claim.value, sense, gap))
+    return claim.says_optimal and (claim.value is None or better(witness.value, claim.value, sense, gap))
 
 
 def _certified(report: SolveReport, decision: Any, claim: Claim, confirmations: list[Claim], note: str = "") -> SolveReport:
@@ -219,7 +219,7 @@ def _resolve(report: SolveReport, claims: list[Claim], gap: float) -> tuple[Solv
     witnesses = [c for c in claims if c.value is not None]
     best = None
     for c in witnesses:
-        if best is None or _better(c.value, best.value, sense, gap):
+        if best is None or better(c.value, best.value, sense, gap):
             best = c
     refuted = [c for c in claims if (c.says_optimal or c.says_infeasible)
                and (c.rejected or (best is not None and _refutes(best, c, sense, gap)))]

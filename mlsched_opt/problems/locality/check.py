@@ -29,12 +29,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult
+from ...checking.core import MAX_COUNT, TOL, CheckResult, decision_part, job_ids
 from ...io.instance import Instance
 from .view import locality_view, o3_ps, total_delay
 
-#: Largest count the checker reads (larger ones are a ``domain`` violation): exact in a float.
-MAX_COUNT = 2**53
 
 
 def _is_int(x: Any) -> bool:
@@ -50,20 +48,12 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     view = locality_view(instance)
     locality = options.get("locality", "job")
     placement = options.get("ps_placement", "free")
-    if not isinstance(decision, Mapping):
-        result.add("decision", "decision", f"a decision is a mapping, got {_short(decision)}")
+    schedule = decision_part(result, decision, "schedule", "locality")
+    if schedule is None:
         result.objective = None
         return
-    schedule = decision.get("schedule")
-    if schedule is None:
-        schedule = {}
-    if not isinstance(schedule, Mapping):
-        result.add("domain", "schedule", f"schedule must map job ids to lists of slots, got {_short(schedule)}")
-        schedule = {}
-    if decision.get("placement"):
-        result.add("decision", "placement", "locality decisions are slotted; use schedule")
     ids = {job.id for job in view.jobs}
-    admitted = _admitted(result, decision.get("admitted", []), ids)
+    admitted = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     for key in schedule:
         if key not in ids:
             result.add("unknown-job", f"schedule.{_short(key)}", "no such job in the instance")
@@ -138,25 +128,6 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             result.add("capacity", f"slot {t}, {view.servers[h]}, {view.resources[r]}",
                        f"uses {load[t][h, r]:g} > capacity {view.capacity[h, r]:g}")
     result.objective = total_delay(view, completion)
-
-
-def _admitted(result: CheckResult, admitted: Any, ids: set[str]) -> set[str]:
-    if admitted is None:
-        return set()
-    if not isinstance(admitted, list):
-        result.add("domain", "admitted", f"admitted must be a list of job ids, got {_short(admitted)}")
-        return set()
-    out: set[str] = set()
-    for k, job_id in enumerate(admitted):
-        if not isinstance(job_id, str):
-            result.add("domain", f"admitted[{k}]", f"a job id is a string, got {_short(job_id)}")
-        elif job_id not in ids:
-            result.add("unknown-job", f"admitted.{job_id}", "no such job in the instance")
-        elif job_id in out:
-            result.add("admitted", "admitted", f"job {job_id} is listed more than once")
-        else:
-            out.add(job_id)
-    return out
 
 
 def _read(result: CheckResult, instance: Instance, job: Any, task: str, counts: Any, where: str,

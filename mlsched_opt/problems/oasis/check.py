@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, job_ids, read_counts
+from ...checking.core import TOL, CheckResult, decision_part, job_ids, read_counts
 from ...io.instance import Instance
 from .view import oasis_view
 
@@ -28,17 +28,9 @@ from .view import oasis_view
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
     ranged = options.get("ranges", "instance") == "instance"
     view = oasis_view(instance, "instance" if ranged else "paper")
-    if not isinstance(decision, Mapping):
-        result.add("decision", "decision", f"must be a mapping, got {type(decision).__name__}")
-        return
-    schedule = decision.get("schedule")
+    schedule = decision_part(result, decision, "schedule", "OASiS")
     if schedule is None:
-        schedule = {}
-    if not isinstance(schedule, Mapping):
-        result.add("domain", "schedule", f"must be a mapping job -> list of slots, got {type(schedule).__name__}")
-        schedule = {}
-    if decision.get("placement"):
-        result.add("decision", "placement", "OASiS decisions are slotted; use schedule")
+        return
     admitted = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     extra = decision.get("extra")
     if extra is not None and not isinstance(extra, Mapping):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...checking.core import CheckResult, Usage, job_ids, read_counts
+from ...checking.core import CheckResult, Usage, decision_part, job_ids, read_counts
 from ...io.instance import Instance
 
 
@@ -21,17 +21,9 @@ def _placed_anything(tasks: Any) -> bool:
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
-    if not isinstance(decision, Mapping):
-        result.add("decision", "decision", f"must be a mapping, got {type(decision).__name__}")
-        return
-    placement = decision.get("placement")
+    placement = decision_part(result, decision, "placement", "packing")
     if placement is None:
-        placement = {}
-    if not isinstance(placement, Mapping):
-        result.add("domain", "placement", f"must be a mapping job -> {{workers, ps}}, got {type(placement).__name__}")
-        placement = {}
-    if decision.get("schedule"):
-        result.add("decision", "schedule", "packing decisions are static; use placement")
+        return
     admitted_set = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     for job_id in placement:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
