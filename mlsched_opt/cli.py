@@ -277,6 +277,26 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
     return 0
 
 
+def _instance_output(ctx: click.Context, problem: str, output: str, sizes: dict[str, int | None]):
+    """What ``generate`` and ``import`` check before any work: the sizes asked for against the
+    limits, the output's format and writability (never over a catalog file); returns the family,
+    the catalog and the input files."""
+    from .io import load_catalog
+    from .io.files import check_writable, format_of, limits, over_limit
+    from .problems import get_family
+
+    caps = limits()
+    for name, value in sizes.items():
+        if value is not None and value > caps[name]:
+            raise over_limit(name, value, f"the number of {name}", None, f"--{name}")
+    format_of(output)
+    family = get_family(problem)
+    catalog = load_catalog(ctx.obj["catalog"])
+    inputs = _catalog_files(catalog)
+    check_writable(output, inputs)
+    return family, catalog, inputs
+
+
 @cli.command()
 @click.option("--problem", required=True, help="Problem family.")
 @click.option("--jobs", type=click.IntRange(min=1), required=True)
@@ -294,27 +314,71 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
       mlsched generate --problem packing --jobs 12 --servers 4 --seed 7 -o my.toml
       mlsched generate --problem smd --jobs 30 --servers 2 --seed 1 --set sgd=sync -o smd.toml
     """
-    from .io import from_document, load_catalog, write_document
-    from .io.files import check_writable, format_of, limits, over_limit
-    from .problems import GenerateSpec, get_family
+    from .io import from_document, write_document
+    from .problems import GenerateSpec
 
     if seed < 0:
         raise OptionError(f"seed must be >= 0, got {seed}", field="--seed")
     # the sizes a generator would draw are refused before it draws them, like a file's would be
-    caps = limits()
-    for name, value in (("jobs", jobs), ("servers", servers), ("slots", slots)):
-        if value is not None and value > caps[name]:
-            raise over_limit(name, value, f"the number of {name}", None, f"--{name}")
-    format_of(output)
-    family = get_family(problem)
-    catalog = load_catalog(ctx.obj["catalog"])
-    inputs = _catalog_files(catalog)
-    check_writable(output, inputs)
+    family, catalog, inputs = _instance_output(ctx, problem, output, {"jobs": jobs, "servers": servers, "slots": slots})
     options = family.parse_generate_options(_parse_sets(sets))
     doc = family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=options), catalog)
     from_document(doc, file=output, catalog=catalog)  # a generator bug must not produce an invalid file
     write_document(doc, output, inputs)
     click.echo(f"wrote {output}")
+    return 0
+
+
+@cli.command("import")
+@click.argument("source", metavar="SOURCE")
+@click.option("--problem", default=None, help="Problem family to import into (see `mlsched info`); not for gavel.")
+@click.option("-o", "--output", required=True, metavar="FILE",
+              help="Instance file to write (.toml or .json); for gavel, the catalog directory.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Jobs in the window (default: all of the source's).")
+@click.option("--servers", type=click.IntRange(min=1), default=None, help="Servers of the cluster (default: all).")
+@click.option("--slots", type=click.IntRange(min=1), default=None, help="Time slots (default: the family's, or what the arrivals need).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every draw (window, servers, workloads).")
+@click.option("--data", default=None, metavar="DIR",
+              help="Folder of the data sets (layout of ../shared/data); default $MLSCHED_SHARED_DATA, else ../shared/data.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Source or family option (see below).")
+@click.pass_context
+def import_(ctx, source, problem, output, jobs, servers, slots, seed, data, sets) -> int:
+    """Turn a real trace SOURCE into an instance: alibaba, philly, pollux (jobs) or gavel (the catalog).
+
+    Same arguments, same file.  The instance's `source` names the file, the rows, the seed and
+    every assumption.
+
+    \b
+    Examples:
+      mlsched import alibaba --problem packing --jobs 200 -o pods.toml
+      mlsched import alibaba --problem hetero --jobs 100 --set pods=gpuspec33 -o hetero.toml
+      mlsched import philly --problem oasis --jobs 50 --servers 20 --seed 3 -o philly.toml
+      mlsched import pollux --problem locality --set workload=2 --set cluster=pollux -o pollux.toml
+      mlsched import gavel -o models/
+    """
+    from .io import from_document, write_document
+    from .traces import data_dir, import_instance
+
+    folder = data_dir(data)
+    if source == "gavel":
+        from .traces.gavel import import_catalog
+
+        if problem or jobs or servers or slots or sets:
+            raise OptionError("gavel writes the workload catalog: it takes only -o DIR (and --data)", field="SOURCE")
+        base = Path(ctx.obj["catalog"]) if ctx.obj["catalog"] else None  # entries kept are the catalog's in use
+        for line in import_catalog(folder, Path(output), base):
+            click.echo(line)
+        return 0
+    if not problem:
+        raise OptionError(f"importing {source} needs --problem (see `mlsched info`)", field="--problem")
+    family, catalog, inputs = _instance_output(ctx, problem, output, {"jobs": jobs, "servers": servers, "slots": slots})
+    doc, notes = import_instance(source, family, folder, jobs, servers, slots, seed, _parse_sets(sets), catalog)
+    inst = from_document(doc, file=output, catalog=catalog)  # an importer bug must not produce an invalid file
+    write_document(doc, output, inputs)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    gpus = sum(s.capacity.get("gpu", 0) for s in inst.servers)
+    click.echo(f"wrote {output} ({len(inst.jobs):,} jobs, {len(inst.servers):,} servers, {gpus:,g} GPUs)")
     return 0
 
 
@@ -417,6 +481,7 @@ def info(ctx) -> int:
     from .io import load_catalog
     from .problems import REGISTRY
     from .solvers import available_solvers
+    from .traces import source_table
 
     click.echo("problems:")
     for fam in REGISTRY.values():
@@ -430,6 +495,16 @@ def info(ctx) -> int:
         for verb, opts in (("generate", fam.generate_options), ("train", fam.train_options)):
             for o in opts:
                 click.echo(f"    {verb} --set {o.name}=<{o.describe()}> (default {o.default}): {o.help}")
+        if fam.trace is not None:
+            click.echo(f"    import from: {', '.join(fam.trace.sources)}")
+            for o in fam.trace.options:
+                click.echo(f"    import --set {o.name}=<{o.describe()}> (default {o.default}): {o.help}")
+    click.echo("trace sources (mlsched import SOURCE):")
+    for src in source_table().values():
+        click.echo(f"  {src.name}: {src.summary}")
+        for o in src.options:
+            click.echo(f"    import --set {o.name}=<{o.describe()}> (default {o.default}): {o.help}")
+    click.echo("  gavel: the workload catalog from Gavel's throughput file (mlsched import gavel -o models/)")
     click.echo("solvers:")
     for name, version in available_solvers().items():
         click.echo(f"  {name}: {version or 'not installed'}")

@@ -47,3 +47,29 @@ def correlated_knapsack(n: int = 80, servers: int = 10, seed: int = 0) -> dict:
     return {"format": "mlsched-instance/1", "problem": "packing",
             "cluster": {"servers": [{"name": "s", "count": servers, "capacity": {"cpu": 137, "memory_gb": 141}}]},
             "jobs": jobs}
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real data sets; tests that import traces skip (with the reason) when they are absent."""
+    found = shared_data_dir()
+    if found is None:
+        pytest.skip("../shared/data not found beside the repository (set MLSCHED_SHARED_DATA): trace imports untested")
+    return found
+
+
+def import_and_solve(run, tmp_path: Path, source: str, problem: str, methods: list[str], *args: str) -> Path:
+    """``mlsched import`` then ``validate`` and ``solve --method M`` for each method: all must exit 0
+    with the checker's ok; the import must be byte-identical when repeated."""
+    out = tmp_path / f"{source}-{problem}.toml"
+    code, _, err = run("import", source, "--problem", problem, "-o", out, *args)
+    assert code == 0, err
+    first = out.read_bytes()
+    code, _, err = run("import", source, "--problem", problem, "-o", out, *args)
+    assert code == 0 and out.read_bytes() == first, "same arguments must give a byte-identical file"
+    code, text, err = run("validate", out)
+    assert code == 0, err
+    for method in methods:
+        code, text, err = run("solve", out, "--method", method, "--time-limit", "60")
+        assert code == 0 and "check: ok" in text, (method, text, err)
+    return out

@@ -27,7 +27,6 @@ one of at least the same utility):
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from ..errors import OptionError
-from .base import Decision, Family, GenerateSpec, Method, MethodResult, Option, heuristic_report
+from .base import Decision, Family, GenerateSpec, Method, MethodResult, Option, TraceImport, heuristic_report
 
 _FAMILY_MODULES = ("packing", "smd", "oasis", "hetero", "locality", "harmony")
 
@@ -26,4 +26,4 @@ def get_family(name: str) -> Family:
     return REGISTRY[name]
 
 
-__all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodResult", "Option", "get_family", "heuristic_report"]
+__all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodResult", "Option", "TraceImport", "get_family", "heuristic_report"]

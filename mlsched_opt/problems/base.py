@@ -148,6 +148,16 @@ class TrainSpec:
 
 
 @dataclass(frozen=True)
+class TraceImport:
+    """How a family takes real traces (``mlsched import``): the sources it reads, its own
+    ``--set`` options, and ``build(trace, spec, catalog) -> instance document``."""
+
+    sources: tuple[str, ...]
+    build: Callable[..., dict[str, Any]]
+    options: tuple[Option, ...] = ()
+
+
+@dataclass(frozen=True)
 class Family:
     """One problem family.
 
@@ -184,6 +194,8 @@ class Family:
         from a solved model, for formulations whose objective variables may lag the schedule in an
         unproven incumbent (a completion indicator later than the work); a better value replaces
         the report's objective and the message says so.
+    trace
+        Optional :class:`TraceImport`: the real traces the family imports (``mlsched import``).
     """
 
     name: str
@@ -202,6 +214,7 @@ class Family:
     bounded: bool = True
     train: Callable[..., Any] | None = None
     train_options: tuple[Option, ...] = ()
+    trace: TraceImport | None = None
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -215,7 +228,7 @@ class Family:
         return self.methods[name]
 
     def parse_options(self, raw: Mapping[str, Any], source: str = "--set") -> dict[str, Any]:
-        return _parse(self.options, raw, source, f"problem {self.name}")
+        return parse_values(self.options, raw, source, f"problem {self.name}")
 
     def resolve_options(self, instance: Instance, raw: Mapping[str, Any] | None = None, source: str = "--set") -> dict[str, Any]:
         """The problem options of a run: the instance's ``options`` (when the instance is of this
@@ -251,7 +264,7 @@ class Family:
         return out
 
     def parse_generate_options(self, raw: Mapping[str, Any], source: str = "--set") -> dict[str, Any]:
-        return _parse(self.generate_options, raw, source, f"the {self.name} generator")
+        return parse_values(self.generate_options, raw, source, f"the {self.name} generator")
 
     def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
         start = time.perf_counter()
@@ -309,7 +322,9 @@ class Family:
         return Solution.for_instance(instance, self.name, method, result.report, result.decision, opts)
 
 
-def _parse(options: tuple[Option, ...], raw: Mapping[str, Any], source: str, owner: str) -> dict[str, Any]:
+def parse_values(options: tuple[Option, ...], raw: Mapping[str, Any], source: str, owner: str) -> dict[str, Any]:
+    """Every option's value: ``raw``'s where given (parsed with its domain), else its default;
+    an unknown key is an :class:`OptionError` naming ``owner`` and the known options."""
     known = {o.name: o for o in options}
     for key in raw:
         if key not in known:

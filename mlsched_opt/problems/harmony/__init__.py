@@ -23,13 +23,15 @@ Methods: ``exact`` (exhaustive search over static batches, placements and start 
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option
+from ..base import Family, Method, Option, TraceImport
 from .check import check
 from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
 from .methods import (DRL_GUARANTEE, EXACT_GUARANTEE, MYOPIC_GUARANTEE, SURROGATE_GUARANTEE, heuristic, run_drl, run_exact,
                       run_myopic, run_surrogate)
 from .surrogate import build_model, decision_from_model
+from .trace import OPTIONS as TRACE_OPTIONS
+from .trace import from_trace
 from .train import TRAIN_OPTIONS
 from .view import MAX_INTERVALS
 from .world import WORLDS
@@ -84,4 +86,5 @@ FAMILY = Family(
                "refuse before simulating when the jobs' standalone runs add up to more scheduling intervals than this",
                minimum=1, maximum=100_000_000),
     ),
+    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
 )

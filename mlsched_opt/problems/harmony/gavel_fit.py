@@ -35,6 +35,9 @@ GAVEL_FILE = "gavel/simulation_throughputs.json"
 INTRA_GBPS = 80.0
 INTER_GBPS = 10.0
 _KEY = re.compile(r"v100\[\"(\('.*?', 1\))\"\]")
+#: a catalog entry for another batch size of a Gavel model (``resnet50-bs128``, written by
+#: :mod:`mlsched_opt.traces.gavel`): not a type of the "gavel" world (see :func:`gavel_types`)
+_BATCH_VARIANT = re.compile(r"-bs[1-9][0-9]*$")
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,18 @@ class GavelFit:
 
 
 def gavel_types(catalog: Catalog) -> dict[str, tuple[str, float, int]]:
-    """Catalog workload -> (Gavel key, V100 steps/s, batch) for those measured by Gavel on one V100."""
+    """Catalog workload -> (Gavel key, V100 steps/s, batch) for those measured by Gavel on one V100.
+
+    One type per Gavel model, at the batch size of its catalog entry (a3c, cyclegan, lm,
+    recommendation, resnet18, resnet50, transformer): the ``-bs<batch>`` entries (the model's
+    other batch sizes) are left out.  They would add 19 types of nearly the same models, refit
+    every type's intensities, and change the world's type set, which a policy trained with
+    ``--set world=gavel`` is bound to (``policy.load`` refuses a world whose types differ).
+    """
     out = {}
     for name in catalog:
+        if _BATCH_VARIANT.search(name):
+            continue
         for row in catalog[name].data.get("throughput", []):
             match = _KEY.search(row.get("source", ""))
             if match and row["gpu_model"] == "V100" and row["gpus"] == 1 and row.get("placement", "consolidated") == "consolidated":

@@ -33,7 +33,7 @@ import numpy as np
 
 from ...errors import OptionError
 from ...io import from_document, load_catalog
-from ..base import GenerateSpec, Option, TrainSpec, _parse
+from ..base import GenerateSpec, Option, TrainSpec, parse_values
 from .baselines import HEURISTICS, make_heuristic
 from .exact import standalone_intervals, standalone_speeds
 from .features import reward_inputs
@@ -88,7 +88,7 @@ def train_command(spec: TrainSpec) -> str:
     require_torch(field="--problem")
     if spec.episodes < 1:
         raise OptionError(f"episodes must be >= 1, got {spec.episodes}", field="--episodes")
-    opts = _parse(TRAIN_OPTIONS, spec.options, "--set", "harmony training")
+    opts = parse_values(TRAIN_OPTIONS, spec.options, "--set", "harmony training")
     check_output(spec.output)  # before the minutes of training, not after
     result = train(spec.episodes, spec.seed, opts, spec.progress)
     save_policy(spec.output, result.net, tuple(result.meta["types"]), result.meta)

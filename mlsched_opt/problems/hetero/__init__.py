@@ -10,12 +10,13 @@ average JCT.
 Methods: ``exact`` (configuration ILP, HiGHS or CP-SAT), ``market`` (every job-size category,
 matching market per category), ``sampling`` (sampled categories + local search), ``bundles``
 (Variant A, exact by bundle categories), ``brute-force`` (tiny clusters), and the baselines
-``greedy``, ``random``, ``equal-share``, ``no-balance``.
+``greedy``, ``random``, ``equal-share``, ``no-balance``.  Real traces (``mlsched import
+alibaba|philly|pollux --problem hetero``): :mod:`.trace`.
 """
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option
+from ..base import Family, Method, Option, TraceImport
 from .check import check
 from .formulation import build_model, decision_from_model, diagnose, lp_relaxation
 from .generate import OPTIONS as GENERATE_OPTIONS
@@ -25,6 +26,8 @@ from .methods import (EXACT_GUARANTEE, MAX_BUDGET, MAX_ROUNDS, MAX_SAMPLES, MAX_
                       run_greedy, run_market, run_no_balance, run_random, run_sampling)
 from .scheme import DISTRIBUTIONS, VALUATIONS
 from .timing import COMM_MODELS
+from .trace import OPTIONS as TRACE_OPTIONS
+from .trace import from_trace
 
 FAMILY = Family(
     name="hetero",
@@ -67,4 +70,5 @@ FAMILY = Family(
         Option("idle", "allow", ("allow", "forbid"),
                "whether the categories the market and sampling search may leave GPUs idle (P6; a search restriction, not a rule of the problem)"),
     ),
+    trace=TraceImport(("alibaba", "philly", "pollux"), from_trace, TRACE_OPTIONS),
 )

@@ -223,14 +223,27 @@ def equal_share(view: HeteroView) -> tuple[int, ...]:
 def sample_categories(view: HeteroView, m: int, rng: np.random.Generator, distribution: str = "uniform",
                       idle: bool = True, deadline: float = math.inf) -> list[tuple[int, ...]]:
     """``m`` i.i.d. draws (duplicates and out-of-range draws dropped), in draw order; fewer when
-    the run's ``deadline`` (a ``time.perf_counter()`` value) passes first."""
+    the run's ``deadline`` (a ``time.perf_counter()`` value) passes first.
+
+    The spec draws uniformly over all categories; with per-job size bounds (a trace's GPU
+    counts) that is rejection sampling, which can reject nearly every draw.  When more than half
+    of the draws are rejected (or the only one), the rest are drawn inside the bounds instead (:func:`_bounded_draw`:
+    each job's minimum plus a uniformly random subset of the spare sizes, our design; not
+    uniform over categories, but every draw is feasible)."""
     lo, hi = size_bounds(view)
     k, s = view.K, view.S
     out: dict[tuple[int, ...], None] = {}
     w = sqrt_shares(view)
+    rejected = 0
     for n in range(m):
         if n % 256 == 255 and time.perf_counter() > deadline:
             break
+        if rejected > m // 2:
+            sizes = _bounded_draw(lo, hi, k, idle, rng)
+            if sizes is None:
+                break
+            out[tuple(int(v) for v in sizes)] = None
+            continue
         if distribution == "centered":
             sizes = 1 + rng.multinomial(k - s, w)
         elif idle:
@@ -241,7 +254,27 @@ def sample_categories(view: HeteroView, m: int, rng: np.random.Generator, distri
             sizes = np.diff(np.concatenate([[0], cuts, [k]]))
         if (sizes >= lo).all() and (sizes <= hi).all():
             out[tuple(int(v) for v in sizes)] = None
+        else:
+            rejected += 1
+    if not out and rejected:  # a single draw (m = 1) that was rejected
+        sizes = _bounded_draw(lo, hi, k, idle, rng)
+        if sizes is not None:
+            out[tuple(int(v) for v in sizes)] = None
     return list(out)
+
+
+def _bounded_draw(lo: np.ndarray, hi: np.ndarray, k: int, idle: bool, rng: np.random.Generator) -> np.ndarray | None:
+    """Sizes within ``[lo, hi]`` using at most ``k`` GPUs (exactly ``k`` unless ``idle``): the
+    minimums, plus ``t`` spare units picked uniformly among all jobs' spare units (``t`` uniform
+    over what fits when GPUs may idle).  ``None`` when no such sizes exist."""
+    lo = np.asarray(lo, dtype=np.int64)
+    spare = np.maximum(np.asarray(hi, dtype=np.int64) - lo, 0)
+    room = k - int(lo.sum())
+    most = min(room, int(spare.sum()))
+    if room < 0 or (not idle and most < room):
+        return None
+    t = int(rng.integers(0, most + 1)) if idle else room
+    return lo + rng.multivariate_hypergeometric(spare, t, method="marginals")
 
 
 def default_samples(view: HeteroView, idle: bool = True) -> int:

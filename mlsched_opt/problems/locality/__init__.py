@@ -26,12 +26,14 @@ O3 is a restriction, not "without loss of generality": see :mod:`.offline`).
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option
+from ..base import Family, Method, Option, TraceImport
 from .check import check
 from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
 from .methods import KINDS, PD_GUARANTEE, RR_GUARANTEE, build_model, decision_from_model, greedy, rescore, run_pd
 from .online import ORDERS
+from .trace import OPTIONS as TRACE_OPTIONS
+from .trace import from_trace
 from .view import LOCALITY, PS_PLACEMENT
 
 FAMILY = Family(
@@ -68,4 +70,5 @@ FAMILY = Family(
         Option("attempts", 5, None, "RR-PC attempts F per LP before the repair", minimum=1, maximum=1000),
         Option("l_scale", 1.0, None, "pd-rr: factor on the price floor L (pitfall P16)", minimum=1e-6, maximum=1e6),
     ),
+    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
 )

@@ -16,17 +16,21 @@ the OASiS method.  The algorithms stop planning at ``--time-limit`` and return w
 (:data:`.view.MAX_SLOTS`, ``MAX_CELLS``, ``MAX_TASKS``, ``MAX_WORK``, the DP's
 :data:`.subroutine.MAX_TABLE`, the MILP's :data:`.formulation.MAX_VARIABLES`) are refused up
 front with the field named.
+
+``mlsched import philly|pollux --problem oasis`` builds instances from real traces (:mod:`.trace`).
 """
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option
+from ..base import Family, Method, Option, TraceImport
 from .check import check
 from .formulation import build_model
 from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
 from .methods import OASIS_GUARANTEE, baseline, decision_from_model, run_oasis
 from .subroutine import UNITS
+from .trace import OPTIONS as TRACE_OPTIONS
+from .trace import from_trace
 from .view import RANGES
 
 #: Domain of the given prices: positive (the price function is L (U/L)^share) and finite [our design].
@@ -65,4 +69,5 @@ FAMILY = Family(
         Option("estimate", 1.0, None, "mis-estimation factor on every U/L (Fig. 6: 0.2 ... 10)", minimum=1e-6, maximum=1e6),
         Option("units", "chunks", UNITS, "DP work unit: the paper's chunks, or worker-slots (exact for (2)+(3))"),
     ),
+    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
 )

@@ -8,11 +8,12 @@ first-fit-decreasing baseline, an independent checker and a generator.  Option
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option
+from ..base import Family, Method, Option, TraceImport
 from .check import check
 from .ffd import ffd
 from .formulation import build_model, decision_from_model
 from .generate import generate
+from .trace import from_trace
 from .view import OBJECTIVES, diagnose
 
 FAMILY = Family(
@@ -30,4 +31,5 @@ FAMILY = Family(
     diagnose=diagnose,
     options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed",
                     problem=True),),
+    trace=TraceImport(("alibaba",), from_trace),
 )

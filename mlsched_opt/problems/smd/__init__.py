@@ -9,11 +9,13 @@ declared limit.
 Methods: ``exact`` (per-job enumeration + knapsack ILP, HiGHS or CP-SAT), ``smd``
 (Algorithm 1 grid + LPs, Algorithm 2 rounding, Frieze-Clarke), ``esw`` and ``optimus``
 (baseline inner allocations with the same outer knapsack).
+
+``mlsched import philly|pollux --problem smd`` builds instances from real traces (:mod:`.trace`).
 """
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option
+from ..base import Family, Method, Option, TraceImport
 from .baselines import ESW_VARIANTS, OPTIMUS_VARIANTS
 from .check import check
 from .formulation import build_model, decision_from_model
@@ -22,6 +24,8 @@ from .generate import generate
 from .inner import LP_ENGINES
 from .methods import (EPSILON1_MAX, EPSILON1_MIN, EPSILON2_MAX, EPSILON2_MIN, MAX_ATTEMPTS, PROBABILITY_MIN, SMD_GUARANTEE,
                       run_esw, run_optimus, run_smd)
+from .trace import OPTIONS as TRACE_OPTIONS
+from .trace import from_trace
 from .view import OVERLAPS
 
 FAMILY = Family(
@@ -56,4 +60,5 @@ FAMILY = Family(
         Option("esw", "max", ESW_VARIANTS, "ESW variant"),
         Option("optimus", "stop", OPTIMUS_VARIANTS, "Optimus stopping rule"),
     ),
+    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
 )

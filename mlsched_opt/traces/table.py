@@ -1,0 +1,131 @@
+"""Reading trace files: typed CSV columns, errors that name the file, the row and the column.
+
+Trace files are large (82,247 Philly rows), so rows are read once, streaming, into plain lists;
+no row is kept as a dict.  A row is numbered as a spreadsheet shows it: the header is row 1.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..errors import UserError
+
+#: Largest trace file read (bytes); the shared data's largest is 3.7 MB.
+MAX_TRACE_BYTES = 512 * 2**20
+
+
+class TraceError(UserError):
+    """A trace file is missing, malformed, or does not hold what an import needs."""
+
+
+def at(row: int, column: str | None = None) -> str:
+    """The field part of a trace error: ``row 17, column duration``."""
+    return f"row {row}" + (f", column {column}" if column else "")
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("not finite")
+    return value
+
+
+def _integer(text: str) -> int:
+    value = _number(text)
+    if not value.is_integer():
+        raise ValueError("not an integer")
+    return int(value)
+
+
+def _timestamp(text: str) -> float:
+    # ISO 8601 (Philly: "2017-10-09 07:01:55"; fromisoformat is C code, 10x strptime). A stamp
+    # without a zone is read as UTC, so the result does not depend on the machine's zone.
+    stamp = datetime.fromisoformat(text)
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _text(text: str) -> str:
+    return text
+
+
+#: column kind -> (parser, what the message says it must be)
+KINDS: dict[str, tuple[Callable[[str], object], str]] = {
+    "number": (_number, "a finite number"),
+    "integer": (_integer, "an integer"),
+    "timestamp": (_timestamp, "an ISO time such as 2017-10-09 07:01:55"),
+    "text": (_text, "text"),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column a reader needs: its name, kind, whether it may be empty, and its smallest value."""
+
+    name: str
+    kind: str = "number"
+    optional: bool = False
+    minimum: float | None = None
+
+
+def data_file(data: Path, relative: str) -> Path:
+    """``data / relative``, or a :class:`TraceError` naming it (a regular file is required)."""
+    path = data / relative
+    if not path.is_file():
+        where = "not found" if not path.exists() else "not a regular file"
+        raise TraceError(f"trace file {where} (the data folder is --data or $MLSCHED_SHARED_DATA, in the layout of "
+                         f"../shared/data)", str(path))
+    if path.stat().st_size > MAX_TRACE_BYTES:
+        raise TraceError(f"trace file larger than {MAX_TRACE_BYTES >> 20} MB", str(path))
+    return path
+
+
+def read_rows(path: Path, columns: list[Column]) -> Iterator[tuple[int, list[object]]]:
+    """``(row number, values)`` for each data row, values parsed by ``columns`` (``None`` for an
+    empty optional cell).  A missing column, a short row or a bad cell is a :class:`TraceError`."""
+    name = str(path)
+    try:
+        fh = open(path, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror}", name) from None
+    with fh:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise TraceError("empty file (no header row)", name, at(1))
+            index = {h.strip(): i for i, h in enumerate(header)}
+            missing = [c.name for c in columns if c.name not in index]
+            if missing:
+                raise TraceError(f"missing column {', '.join(missing)} (header has {', '.join(header)})", name,
+                                 at(1, missing[0]))
+            picks = [(index[c.name], c, *KINDS[c.kind]) for c in columns]
+            for number, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                values: list[object] = []
+                for i, col, parse, what in picks:
+                    cell = row[i].strip() if i < len(row) else None
+                    if cell is None:
+                        raise TraceError(f"row has {len(row)} cells, fewer than the header's {len(header)}", name, at(number))
+                    if cell == "":
+                        if not col.optional:
+                            raise TraceError(f"empty cell; must be {what}", name, at(number, col.name))
+                        values.append(None)
+                        continue
+                    try:
+                        value = parse(cell)
+                    except (ValueError, OverflowError):
+                        raise TraceError(f"{cell[:40]!r} is not {what}", name, at(number, col.name)) from None
+                    if col.minimum is not None and value < col.minimum:  # type: ignore[operator]
+                        raise TraceError(f"{cell!r} is below {col.minimum:g}", name, at(number, col.name))
+                    values.append(value)
+                yield number, values
+        except UnicodeDecodeError:
+            raise TraceError("not UTF-8 text", name) from None
+        except csv.Error as exc:
+            raise TraceError(f"not a CSV file ({exc})", name, at(reader.line_num)) from None
