@@ -33,6 +33,8 @@ def _parse_sets(pairs: tuple[str, ...]) -> dict[str, str]:
         if "=" not in pair:
             raise OptionError(f"expected KEY=VALUE, got {pair!r}", field="--set")
         key, value = pair.split("=", 1)
+        if key.strip() in out:  # which one was meant is a guess we do not make
+            raise OptionError(f"{key.strip()} is set twice ({out[key.strip()]!r} and {value.strip()!r})", field="--set")
         out[key.strip()] = value.strip()
     return out
 

@@ -175,3 +175,58 @@ def test_no_data_folder_is_one_clear_error(run, tmp_path, monkeypatch):
     monkeypatch.setattr(traces, "shared_data_dir", lambda: None)
     code, _, err = run("import", "alibaba", "--problem", "packing", "-o", tmp_path / "x.toml")
     assert code == 2 and "pass --data DIR or set MLSCHED_SHARED_DATA" in err
+
+
+HELD_OUT = [
+    # found by a held-out review: each must be exit 2 with the file, the row and the column
+    ("philly__philly_jobs.csv", PHILLY.replace(",4,2951", ",1180591620717411303424,2951"), "philly", "row 3, column num_gpus"),
+    ("philly__philly_jobs.csv", PHILLY.replace("66.0,1", "1e300,1"), "philly", "row 2, column duration"),
+    ("philly__philly_jobs.csv", PHILLY.replace("66.0,1", "1_000,1"), "philly", "row 2, column duration"),
+    ("philly__philly_jobs.csv", PHILLY.replace("2017-10-09 07:01:55", "9999-12-31 23:59:59"), "philly", "row 2, column timestamp"),
+    ("pollux__workloads__workload-1.csv", POLLUX.replace("bert-1", "cifar10-0"), "pollux", "row 3, column name"),
+    ("alibaba_openb__openb_pod_list_default.csv", PODS.replace("p2,", "p0,"), "alibaba", "row 4, column name"),
+    ("alibaba_openb__openb_pod_list_default.csv", PODS.replace(",P100,", ",||,"), "alibaba", "row 3, column gpu_spec"),
+    ("alibaba_openb__openb_node_list_all_node.csv", NODES.replace("n2,", "n0,"), "alibaba", "row 4, column sn"),
+]
+
+
+@pytest.mark.parametrize("name, text, source, says", HELD_OUT, ids=[h[3] + "-" + h[2] for h in HELD_OUT])
+def test_held_out_bad_traces(run, tmp_path, name, text, source, says):
+    data = fake_data(tmp_path, **{name: text})
+    problem = "packing" if source == "alibaba" else "locality"
+    out = tmp_path / "out.toml"
+    code, _, err = run("import", source, "--problem", problem, "--data", data, "-o", out, "--set", "cluster=gavel" if source != "alibaba" else "pods=default")
+    assert code == 2 and says in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_quoted_bom_and_crlf_files_read_alike(run, tmp_path):
+    """A spreadsheet's export (byte-order mark, quoted cells, CRLF) is the same trace."""
+    quoted = "\ufeff" + "\r\n".join(",".join(f'"{c}"' for c in line.split(",")) for line in PODS.strip().split("\n")) + "\r\n"
+    outs = []
+    for i, text in enumerate([PODS, quoted]):
+        data = fake_data(tmp_path / str(i), **{"alibaba_openb__openb_pod_list_default.csv": text})
+        out = tmp_path / f"{i}.toml"
+        assert run("import", "alibaba", "--problem", "packing", "--data", data, "-o", out)[0] == 0
+        outs.append([(j.id, j.gpu_models, dict(j.worker_demand)) for j in load_instance(out).jobs])
+    assert outs[0] == outs[1] and outs[0][0][1] == ("P100",)
+
+
+def test_a_window_cut_short_by_start_says_so(run, tmp_path):
+    data = fake_data(tmp_path)
+    code, _, err = run("import", "alibaba", "--problem", "packing", "--data", data, "--jobs", "3", "--set", "start=2",
+                       "-o", tmp_path / "p.toml")
+    assert code == 0 and "--jobs 3: from start 2 the trace has 1 pods; took all of them" in err
+
+
+def test_a_repeated_set_key_is_refused(run, tmp_path):
+    code, _, err = run("import", "alibaba", "--problem", "packing", "--data", fake_data(tmp_path), "--set", "start=1",
+                       "--set", "start=2", "-o", tmp_path / "p.toml")
+    assert code == 2 and "start is set twice" in err
+
+
+def test_an_empty_gavel_file_is_an_error_not_an_empty_catalog(run, tmp_path):
+    data = fake_data(tmp_path, **{"gavel__simulation_throughputs.json": "{}"})
+    code, _, err = run("import", "gavel", "--data", data, "-o", tmp_path / "models")
+    assert code == 2 and "simulation_throughputs.json: no Gavel job types" in err
+    assert not (tmp_path / "models").exists()

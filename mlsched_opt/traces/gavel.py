@@ -148,6 +148,9 @@ def read_gavel(data_dir: Path) -> tuple[str, dict[str, list[dict[str, Any]]]]:
             if cell in cells:
                 raise UserError(f"the same job type, scale and GPU as {cells[cell][1]}", file=name, field=field)
             cells[cell] = (float(figure), field)
+    if not batches:
+        raise UserError("no Gavel job types (expected objects like \"v100\": {\"('ResNet-50 (batch size 64)', 1)\": ...})",
+                        file=name)
     rows: dict[str, list[dict[str, Any]]] = {n: [] for n in batches}
     for (catalog_name, gpu, scale, placement), (figure, field) in cells.items():
         if figure == 0:

@@ -15,6 +15,7 @@ from typing import Collection, Sequence
 
 import numpy as np
 
+from ..io.files import limits
 from ..problems.base import Option
 from .model import ImportSpec, Trace
 from .table import TraceError
@@ -31,6 +32,14 @@ def arrival_slots(trace: Trace, slot_s: float, slots: int | None, how: str, defa
         span = float(t.max()) if len(t) else 0.0
         at = np.zeros(len(t), dtype=int) if span <= 0 else np.minimum((t / span * T).astype(int), T - 1)
         return at, T, f"arrivals: the window's {span:,.0f} s rescaled onto {T} slots (arrivals=fit)"
+    most = limits()["slots"]
+    if len(t) and t.max() / slot_s >= most:
+        k = int(np.argmax(t))
+        row = trace.jobs[k].row
+        raise TraceError(f"this job arrives {t[k]:,.0f} s after the window's first, in slot {t[k] / slot_s:,.0f} of "
+                         f"{slot_s:g} s, beyond the slots limit {most:,}; take another window (--jobs, --set start), "
+                         f"a longer --set slot_s, or --set arrivals=fit", trace.file,
+                         f"row {row}" + (f", column {trace.time_column}" if trace.time_column else ""))
     at = np.floor(t / slot_s).astype(int)
     last = int(at.max()) if len(at) else 0
     if slots is not None and last >= slots:

@@ -55,6 +55,7 @@ class Trace:
     jobs: tuple[TraceJob, ...]
     window: str                    # which rows, e.g. "jobs 120..319 of 82,247 by submit time"
     assumptions: tuple[str, ...] = ()
+    time_column: str = ""          # the column submit times come from (for messages)
 
     @property
     def submit_s(self) -> np.ndarray:
@@ -116,7 +117,7 @@ def window(count: int, want: int | None, start: int | None, rng: np.random.Gener
     if count == 0:
         raise TraceError(f"no {what} in the trace", file)
     n = count if want is None or want >= count else want
-    if want is not None and want > count:
+    if want is not None and want > count and not start:
         notes.append(f"--jobs {want}: the trace has {count:,} {what}; took all of them")
     if start is None:
         first = int(rng.integers(0, count - n + 1))
@@ -124,7 +125,9 @@ def window(count: int, want: int | None, start: int | None, rng: np.random.Gener
         if start >= count:
             raise TraceError(f"start {start} is past the last of {count:,} {what}", file, "--set start")
         first = start
-        n = min(n, count - first)
+        if n > count - first:
+            notes.append(f"--jobs {want}: from start {start} the trace has {count - first:,} {what}; took all of them")
+            n = count - first
     return first, n
 
 

@@ -21,13 +21,17 @@ from pathlib import Path
 import numpy as np
 
 from .model import Cluster, ImportSpec, Node, Trace, TraceJob, pick_nodes, window
-from .table import Column, TraceError, data_file, read_rows
+from .table import Column, TraceError, data_file, header, read_rows
 
 ALIBABA_NODES = "alibaba_openb/openb_node_list_all_node.csv"
 ALIBABA_PODS = {name: f"alibaba_openb/openb_pod_list_{name}.csv" for name in ("default", "gpuspec33", "multigpu50")}
 PHILLY = "philly/philly_jobs.csv"
 POLLUX_WORKLOAD = "pollux/workloads/workload-{}.csv"
 MIB_BYTES = 2**20
+#: Sanity bounds on trace cells (our design): no job or node has more GPUs than the largest
+#: clusters (the traces' largest is 128), no time or duration exceeds about 31 years.
+MAX_GPUS = 100_000
+MAX_SECONDS = 1e9
 
 
 def mib_to_gb(mib: int) -> float:
@@ -80,14 +84,16 @@ def alibaba_nodes(data: Path) -> list[Node]:
     """All 1,523 nodes of the Alibaba cluster, CPU-only ones included, in file order."""
     path = data_file(data, ALIBABA_NODES)
     cols = [Column("sn", "text"), Column("cpu_milli", "integer", minimum=0), Column("memory_mib", "integer", minimum=0),
-            Column("gpu", "integer", minimum=0), Column("model", "text", optional=True)]
-    nodes = []
+            Column("gpu", "integer", minimum=0, maximum=MAX_GPUS), Column("model", "text", optional=True)]
+    nodes, rows = [], []
     for row, (sn, cpu, mem, gpu, model) in read_rows(path, cols):
         if gpu and not model:
             raise TraceError(f"a node with {gpu} GPUs must name its GPU model", str(path), f"row {row}, column model")
+        rows.append(row)
         nodes.append(Node(str(sn), str(model) if gpu else None, int(gpu), int(cpu) / 1000.0, mib_to_gb(int(mem))))
     if not nodes:
         raise TraceError("no nodes", str(path))
+    _unique_names([n.name for n in nodes], rows, path, "sn")
     return nodes
 
 
@@ -114,6 +120,15 @@ def cluster(spec: ImportSpec, gpu_only: bool) -> Cluster:
     return Cluster(name, tuple(picked), f"cluster: {PAPER_CLUSTER_SOURCE[name]}; {len(picked)} of its {len(nodes)} servers")
 
 
+def _unique_names(names: list, rows: list[int], path: Path, column: str) -> None:
+    """Names become instance ids and server names, which must be unique: a repeat is the file's error."""
+    seen: dict[object, int] = {}
+    for name, row in zip(names, rows):
+        if name in seen:
+            raise TraceError(f"duplicate {column} {str(name)[:40]!r} (also row {seen[name]})", str(path), f"row {row}, column {column}")
+        seen[name] = row
+
+
 def _order(submit: list[float], rows: list[int]) -> np.ndarray:
     """Submission order, ties by row (the files are not sorted)."""
     return np.lexsort((np.array(rows), np.array(submit)))
@@ -126,14 +141,15 @@ def alibaba_pods(spec: ImportSpec) -> Trace:
     relative = ALIBABA_PODS[which]
     path = data_file(spec.data, relative)
     cols = [Column("name", "text"), Column("cpu_milli", "integer", minimum=0), Column("memory_mib", "integer", minimum=0),
-            Column("num_gpu", "integer", minimum=0), Column("gpu_milli", "integer", minimum=0)]
-    header = path.open(encoding="utf-8", errors="replace").readline()
-    has_spec = "gpu_spec" in header.split(",") or "gpu_spec\n" in header
-    has_time = "creation_time" in header and "deletion_time" in header
+            Column("num_gpu", "integer", minimum=0, maximum=MAX_GPUS), Column("gpu_milli", "integer", minimum=0)]
+    names = header(path)
+    has_spec = "gpu_spec" in names
+    has_time = {"creation_time", "deletion_time"} <= names
     if has_spec:
         cols.append(Column("gpu_spec", "text", optional=True))
     if has_time:
-        cols += [Column("creation_time", "number", minimum=0), Column("deletion_time", "number", minimum=0)]
+        cols += [Column("creation_time", "number", minimum=0, maximum=MAX_SECONDS),
+                 Column("deletion_time", "number", minimum=0, maximum=MAX_SECONDS)]
     rows, names, cpu, mem, gpu, milli, specs, times, ends = [], [], [], [], [], [], [], [], []
     for row, values in read_rows(path, cols):
         name, c, m, g, gm = values[:5]
@@ -149,6 +165,7 @@ def alibaba_pods(spec: ImportSpec) -> Trace:
         if has_time and ends[-1] < times[-1]:  # type: ignore[operator]
             raise TraceError(f"deletion_time {ends[-1]:g} is before creation_time {times[-1]:g}", str(path),
                              f"row {row}, column deletion_time")
+    _unique_names(names, rows, path, "name")
     order = _order(times, rows)
     first, n = window(len(order), spec.jobs, spec.options.get("start"), spec.rng("window"), "pods", spec.notes, str(path))
     picked = order[first:first + n]
@@ -156,18 +173,23 @@ def alibaba_pods(spec: ImportSpec) -> Trace:
     jobs = []
     for i in picked:
         allowed = tuple(sorted(set(str(specs[i]).split("|")))) if specs[i] else None
+        if allowed and not all(m.strip() and m == m.strip() for m in allowed):
+            raise TraceError(f"gpu_spec {str(specs[i])[:40]!r} has an empty or padded GPU model", str(path),
+                             f"row {rows[i]}, column gpu_spec")
         jobs.append(TraceJob(id=str(names[i]), row=rows[i], submit_s=float(times[i] - t0), gpus=int(gpu[i]),
                              duration_s=None if ends[i] is None else float(ends[i] - times[i]),
                              gpu_share=(milli[i] / 1000.0 if gpu[i] else 1.0), cpu=cpu[i] / 1000.0,
                              memory_gb=mib_to_gb(mem[i]), gpu_models=allowed))
     when = "creation time" if has_time else "file order (the file has no creation_time)"
-    return Trace("alibaba", relative, tuple(jobs), f"pods {first + 1:,}..{first + n:,} of {len(order):,} by {when}")
+    return Trace("alibaba", relative, tuple(jobs), f"pods {first + 1:,}..{first + n:,} of {len(order):,} by {when}",
+                 time_column="creation_time" if has_time else "")
 
 
 def philly_jobs(spec: ImportSpec) -> Trace:
     """A window of Philly jobs: submit time, duration (s), GPUs."""
     path = data_file(spec.data, PHILLY)
-    cols = [Column("timestamp", "timestamp"), Column("duration", "number", minimum=0), Column("num_gpus", "integer", minimum=0)]
+    cols = [Column("timestamp", "timestamp"), Column("duration", "number", minimum=0, maximum=MAX_SECONDS),
+            Column("num_gpus", "integer", minimum=0, maximum=MAX_GPUS)]
     rows, times, durations, gpus = [], [], [], []
     for row, (t, d, g) in read_rows(path, cols):
         rows.append(row); times.append(t); durations.append(d); gpus.append(g)
@@ -177,7 +199,8 @@ def philly_jobs(spec: ImportSpec) -> Trace:
     t0 = times[picked[0]]
     jobs = tuple(TraceJob(id=f"philly-{rows[i]}", row=rows[i], submit_s=float(times[i] - t0), gpus=int(gpus[i]),
                           duration_s=float(durations[i])) for i in picked)
-    return Trace("philly", PHILLY, jobs, f"jobs {first + 1:,}..{first + n:,} of {len(order):,} by submit time")
+    return Trace("philly", PHILLY, jobs, f"jobs {first + 1:,}..{first + n:,} of {len(order):,} by submit time",
+                 time_column="timestamp")
 
 
 def pollux_jobs(spec: ImportSpec) -> Trace:
@@ -186,8 +209,8 @@ def pollux_jobs(spec: ImportSpec) -> Trace:
     number = spec.options.get("workload", 1)
     relative = POLLUX_WORKLOAD.format(number)
     path = data_file(spec.data, relative)
-    cols = [Column("name", "text"), Column("time", "number", minimum=0), Column("application", "text"),
-            Column("num_replicas", "integer", minimum=1), Column("batch_size", "integer", minimum=1)]
+    cols = [Column("name", "text"), Column("time", "number", minimum=0, maximum=MAX_SECONDS), Column("application", "text"),
+            Column("num_replicas", "integer", minimum=1, maximum=MAX_GPUS), Column("batch_size", "integer", minimum=1, maximum=2**31)]
     rows, names, times, models, replicas, batches = [], [], [], [], [], []
     for row, (name, t, app, r, b) in read_rows(path, cols):
         if app not in POLLUX_MODELS:
@@ -195,6 +218,7 @@ def pollux_jobs(spec: ImportSpec) -> Trace:
                              f"row {row}, column application")
         rows.append(row); names.append(name); times.append(t); models.append(POLLUX_MODELS[str(app)][0])
         replicas.append(r); batches.append(b)
+    _unique_names(names, rows, path, "name")
     order = _order(times, rows)
     first, n = window(len(order), spec.jobs, spec.options.get("start"), spec.rng("window"), "jobs", spec.notes, str(path))
     picked = order[first:first + n]
@@ -205,4 +229,4 @@ def pollux_jobs(spec: ImportSpec) -> Trace:
     mapping = "; ".join(f"{app} -> {cat}" + (f" ({why})" if why.startswith("Pollux") else "")
                         for app, (cat, why) in POLLUX_MODELS.items() if cat != app)
     return Trace("pollux", relative, jobs, f"jobs {first + 1}..{first + n} of {len(order)} by submit time",
-                 (f"models mapped to the catalog: {mapping}", POLLUX_RULE))
+                 (f"models mapped to the catalog: {mapping}", POLLUX_RULE), time_column="time")

@@ -29,6 +29,8 @@ def at(row: int, column: str | None = None) -> str:
 
 
 def _number(text: str) -> float:
+    if "_" in text:  # Python's float() takes 1_000; a CSV number does not
+        raise ValueError("digit separator")
     value = float(text)
     if not math.isfinite(value):
         raise ValueError("not finite")
@@ -62,14 +64,19 @@ KINDS: dict[str, tuple[Callable[[str], object], str]] = {
 }
 
 
+#: Largest number a trace cell may hold unless its column says less (io.schema.MAX_NUMBER, 2**53).
+MAX_CELL = float(2**53)
+
+
 @dataclass(frozen=True)
 class Column:
-    """A column a reader needs: its name, kind, whether it may be empty, and its smallest value."""
+    """A column a reader needs: its name, kind, whether it may be empty, and its value range."""
 
     name: str
     kind: str = "number"
     optional: bool = False
     minimum: float | None = None
+    maximum: float = MAX_CELL
 
 
 def data_file(data: Path, relative: str) -> Path:
@@ -84,12 +91,22 @@ def data_file(data: Path, relative: str) -> Path:
     return path
 
 
+def header(path: Path) -> set[str]:
+    """The header row's column names, parsed as :func:`read_rows` parses them (for optional columns)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            first = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return set()  # read_rows reports it, with the row
+    return {h.strip() for h in first}
+
+
 def read_rows(path: Path, columns: list[Column]) -> Iterator[tuple[int, list[object]]]:
     """``(row number, values)`` for each data row, values parsed by ``columns`` (``None`` for an
     empty optional cell).  A missing column, a short row or a bad cell is a :class:`TraceError`."""
     name = str(path)
     try:
-        fh = open(path, newline="", encoding="utf-8")
+        fh = open(path, newline="", encoding="utf-8-sig")  # a spreadsheet's byte-order mark is not part of the header
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror}", name) from None
     with fh:
@@ -123,6 +140,8 @@ def read_rows(path: Path, columns: list[Column]) -> Iterator[tuple[int, list[obj
                         raise TraceError(f"{cell[:40]!r} is not {what}", name, at(number, col.name)) from None
                     if col.minimum is not None and value < col.minimum:  # type: ignore[operator]
                         raise TraceError(f"{cell!r} is below {col.minimum:g}", name, at(number, col.name))
+                    if col.kind in ("number", "integer") and value > col.maximum:  # type: ignore[operator]
+                        raise TraceError(f"{cell[:40]!r} is above {col.maximum:g}", name, at(number, col.name))
                     values.append(value)
                 yield number, values
         except UnicodeDecodeError:

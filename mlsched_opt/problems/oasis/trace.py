@@ -281,6 +281,8 @@ def _servers(spec: ImportSpec) -> tuple[list[Node], list[Node], str]:
         return workers, ps, where
     cap, what = PS_SHAPE
     ps = [Node(f"ps{k}", None, 0, float(cap["cpu"]), float(cap["memory_gb"])) for k in range(len(workers))]
+    spec.notes.append(f"oasis: {len(ps)} PS servers beside the {len(workers)} worker servers (--servers counts each, as in "
+                      f"`mlsched generate --problem oasis`)")
     where = (f"worker servers: {gpu.provenance.removeprefix('cluster: ')}; PS servers: {len(ps)} of the generator's PS shape "
              f"({what}; the paper's cluster has no CPU-only servers, our design)")
     return workers, ps, where
