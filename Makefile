@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,rl]'
+	$(BIN)/python -m pip install --quiet -e '.[test,rl,bench]'
 	touch $@ $(VENV)/.installed
 
 setup: $(VENV)/.installed

@@ -518,6 +518,15 @@ def info(ctx) -> int:
     return 0
 
 
+def _register_bench() -> None:
+    from .bench.cli import bench
+
+    cli.add_command(bench)
+
+
+_register_bench()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors end in one line and exit code 2, never a traceback."""
     from .io.files import set_limits

@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..checking import CheckResult, check_solution
 from ..io.instance import Instance
 from ..io.solution import Solution
-from ..problems import Family
 from ..solvers import SolveOptions, SolveReport
 from ..solvers.certify import better
+
+if TYPE_CHECKING:  # the registry imports every family: not for `mlsched --help`
+    from ..problems import Family
 
 
 @dataclass

@@ -1,0 +1,567 @@
+"""What a sweep leaves in its folder: results.csv (and .parquet), summary.csv, plots, report.md.
+
+``results.csv`` is written row by row while the sweep runs (:class:`ResultsWriter`: every row is
+flushed and synced, so a crash loses no finished task) and rewritten in the suite's order once
+every row is in, with the columns only the whole instance decides:
+
+``reference``, ``reference_kind``
+    what the ratio is measured against, per instance and problem options: ``optimum`` (the
+    first reference solver's proven optimum that is not disputed), ``bound`` (the LP relaxation,
+    or, when no exact solve proved its optimum, the tightest bound they proved), ``oracle`` (an
+    oracle method's complete enumeration), or ``none``.
+``ratio``
+    :func:`~mlsched_opt.bench.compare.approximation_ratio`: >= 1, 1 = optimal, for both senses;
+    only for answers the checker accepts.  Against an optimum, a value within the reference's
+    gap counts as optimal (ratio 1); against a bound, the ratio is an upper bound on the true one.
+``certified``
+    the ratio's reference is an optimum confirmed by an independent solver (``certified_by``),
+    or a proven bound.  An oracle's optimum is its own word: not certified.
+``status`` ``disputed``
+    as in ``mlsched compare``: a claimed optimum whose decision fails the checker, or that a
+    checked answer of any row beats, is no reference (and neither is a bound that a checked
+    answer beats).
+
+Per-family plots: :data:`PLOT_HOOKS` maps a problem to hooks (``"package.module:function"`` or
+callables) ``function(rows, out_dir, plt) -> list of written paths``, called after the
+standard plots (so are the suite's ``[report] plots``).  A hook that fails is reported in
+report.md, not raised.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from ..errors import UserError
+from .tasks import COLUMNS, TYPES
+
+#: problem -> plot hooks (see the module docstring)
+PLOT_HOOKS: dict[str, list[str | Callable[..., Any]]] = {}
+
+SUMMARY_COLUMNS = ("problem", "label", "method", "solver", "setting", "n", "n_ratio", "median_ratio", "p90_ratio",
+                   "worst_ratio", "certified", "median_wall_s", "p90_wall_s", "max_wall_s", "errors", "check_failed",
+                   "disputed", "no_solution")
+
+
+def register_plot(problem: str, hook: str | Callable[..., Any]) -> None:
+    """Add a plot hook for ``problem`` (see the module docstring)."""
+    PLOT_HOOKS.setdefault(problem, []).append(hook)
+
+
+# --- results.csv ---------------------------------------------------------------------------------
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    return str(value).replace("\r", " ").replace("\n", " ")
+
+
+def _parse(column: str, text: str) -> Any:
+    if text == "":
+        return None if TYPES[column] is not str else ""
+    kind = TYPES[column]
+    if kind is bool:
+        return text == "true"
+    return kind(text)
+
+
+def format_row(row: Mapping[str, Any]) -> list[str]:
+    return [_cell(row.get(c)) for c in COLUMNS]
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a results.csv, typed; a row cut short by a crash is dropped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            return []
+        if tuple(header) != COLUMNS:
+            raise UserError("has other columns than this version writes; start a new --out folder", str(path), "header")
+        rows = []
+        for cells in reader:
+            if len(cells) != len(COLUMNS):
+                continue  # the line being written when a sweep was killed
+            try:
+                row = {c: _parse(c, v) for c, v in zip(COLUMNS, cells)}
+            except ValueError:
+                continue
+            if row["key"]:
+                rows.append(row)
+    return rows
+
+
+def write_results(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Replace ``path`` with ``rows`` (atomically)."""
+    from ..io.files import write_atomic
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow(format_row(row))
+    write_atomic(path, buf.getvalue())
+
+
+class ResultsWriter:
+    """Appends rows to results.csv as they arrive, each flushed and synced to disk."""
+
+    def __init__(self, path: str | Path, keep: Iterable[Mapping[str, Any]] = ()):
+        self.path = Path(path)
+        write_results(self.path, keep)  # a clean file: the rows kept, no half-written line
+        self.fh = self.path.open("a", newline="")
+        self.writer = csv.writer(self.fh, lineterminator="\n")
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        self.writer.writerow(format_row(row))
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+# --- references and ratios -----------------------------------------------------------------------
+
+def _unit(row: Mapping[str, Any]) -> tuple[str, str]:
+    return row["instance"], row["problem_options"] or "{}"
+
+
+def fill_references(rows: list[dict[str, Any]], reference: str, gap: float) -> None:
+    """Fill ``reference``, ``reference_kind``, ``ratio`` and ``certified`` of every row, and mark
+    disputed optima (in place).  ``reference``: the suite's (exact, lp, none or an oracle)."""
+    units: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        units.setdefault(_unit(row), []).append(row)
+    for unit_rows in units.values():
+        _fill_unit(unit_rows, reference, gap)
+
+
+def _checked(row: Mapping[str, Any]) -> bool:
+    return row["check"] == "ok" and row["objective"] is not None
+
+
+def _note(row: dict[str, Any], text: str) -> None:
+    if text not in (row["message"] or ""):
+        row["message"] = "; ".join(filter(None, [row["message"], text]))
+
+
+def _dispute_optima(rows: list[dict[str, Any]], sense: str, gap: float) -> None:
+    """compare's rule, on rows: a claimed optimum that fails the checker or that a checked answer beats."""
+    from ..checking import CheckResult
+    from ..checking.core import Violation
+    from ..solvers import SolveReport
+    from .compare import Row, _dispute_beaten_optima
+
+    answers = [r for r in rows if r["method"] != "lp" and r["status"] != "error"]
+    built = []
+    for r in answers:
+        check = None
+        if r["check"] == "ok":
+            check = CheckResult(objective=r["objective"])
+        elif r["check"] == "failed":
+            check = CheckResult(violations=[Violation("checker", r["label"], "rejected")])
+        report = SolveReport(status=r["status"], objective=r["objective"], bound=r["bound"], sense=sense,
+                             solver=r["solver"] or "", solver_version=r["solver_version"] or "", message=r["message"] or "")
+        built.append(Row(r["label"], r["method"], report, check))
+    _dispute_beaten_optima(built, sense, gap)
+    for r, b in zip(answers, built):
+        if b.report.status == "disputed" and r["status"] != "disputed":
+            r.update(status="disputed", bound=None, message=b.report.message)
+
+
+def _fill_unit(rows: list[dict[str, Any]], reference: str, gap: float) -> None:
+    from ..solvers.certify import agree, better
+    from .compare import approximation_ratio
+
+    sense = next((r["sense"] for r in rows if r["sense"]), None)
+    for r in rows:
+        r.update(reference=None, reference_kind="none", ratio=None, certified=False)
+    if sense is None or reference == "none":
+        return
+    _dispute_optima(rows, sense, gap)
+    refs = [r for r in rows if r["role"] == "reference"]
+    value, kind, certified, source = None, "none", False, None
+    if reference == "lp":
+        lp = [r for r in refs if r["status"] == "optimal" and r["objective"] is not None]
+        if lp:
+            value, kind, certified, source = lp[0]["objective"], "bound", True, lp[0]
+    else:
+        proven = [r for r in refs if r["status"] == "optimal" and _checked(r)]
+        if proven:
+            source = proven[0]
+            value = source["objective"]
+            kind = "optimum" if reference == "exact" else "oracle"
+            certified = bool(source["certified_by"])  # confirmed by an independent solver
+        elif reference == "exact":
+            bounds = [r["bound"] for r in refs if r["bound"] is not None and r["status"] in ("optimal", "feasible")]
+            if bounds:
+                value, kind, certified = (max(bounds) if sense == "min" else min(bounds)), "bound", True
+    if value is not None and kind == "bound":
+        beating = [r for r in rows if _checked(r) and better(r["objective"], value, sense, gap)]
+        if beating:
+            best = max(beating, key=lambda r: r["objective"]) if sense == "max" else min(beating, key=lambda r: r["objective"])
+            note = (f"disputed: the bound {value:.10g} is beaten by {best['label']}, whose checked value is "
+                    f"{best['objective']:.10g}")
+            for r in ([source] if source is not None else [r for r in refs if r["bound"] == value]):
+                r["status"] = "disputed" if r["status"] == "optimal" else r["status"]
+                _note(r, note)
+            value, kind, certified = None, "none", False
+    if value is None:
+        return
+    for r in rows:
+        r.update(reference=value, reference_kind=kind)
+        if not _checked(r) or r["method"] == "lp":
+            continue
+        ratio = approximation_ratio(r["objective"], value, sense)
+        if ratio < 1 or (kind in ("optimum", "oracle") and agree(r["objective"], value, gap)):
+            ratio = 1.0  # within the tolerance of the reference (anything better was disputed above)
+        r.update(ratio=ratio, certified=certified)
+
+
+# --- summary -------------------------------------------------------------------------------------
+
+def _pct(values: list[float], p: float) -> float | None:
+    """The nearest-rank percentile (no interpolation: defined with infinite ratios too)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def summarize(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One line per (method label, setting), then per method over every setting (setting ``all``)."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["label"], row["setting"] or ""), []).append(row)
+        groups.setdefault((row["label"], "all"), []).append(row)
+    settings = list(dict.fromkeys(r["setting"] or "" for r in rows))
+    if len(settings) == 1:  # one setting: "all" would repeat it
+        groups = {k: v for k, v in groups.items() if k[1] != "all"}
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    order = {s: i for i, s in enumerate([*settings, "all"])}
+    out = []
+    for (label, setting), group in sorted(groups.items(), key=lambda kv: (labels.index(kv[0][0]), order[kv[0][1]])):
+        ratios = [r["ratio"] for r in group if r["ratio"] is not None]
+        times = [r["wall_s"] for r in group if r["wall_s"] is not None and r["status"] != "error"]
+        first = group[0]
+        out.append({
+            "problem": first["problem"], "label": label, "method": first["method"], "solver": first["solver"],
+            "setting": setting, "n": len(group), "n_ratio": len(ratios), "median_ratio": _median(ratios),
+            "p90_ratio": _pct(ratios, 90), "worst_ratio": max(ratios) if ratios else None,
+            "certified": sum(1 for r in group if r["ratio"] is not None and r["certified"]),
+            "median_wall_s": _median(times), "p90_wall_s": _pct(times, 90), "max_wall_s": max(times) if times else None,
+            "errors": sum(r["status"] == "error" for r in group), "check_failed": sum(r["check"] == "failed" for r in group),
+            "disputed": sum(r["status"] == "disputed" for r in group),
+            "no_solution": sum(r["status"] not in ("optimal", "feasible", "disputed", "error") for r in group
+                               if r["method"] != "lp"),
+        })
+    return out
+
+
+def write_summary(path: Path, summary: list[Mapping[str, Any]]) -> None:
+    from ..io.files import write_atomic
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(SUMMARY_COLUMNS)
+    for line in summary:
+        writer.writerow([_cell(line[c]) for c in SUMMARY_COLUMNS])
+    write_atomic(path, buf.getvalue())
+
+
+# --- parquet -------------------------------------------------------------------------------------
+
+def write_parquet(path: Path, rows: list[Mapping[str, Any]]) -> str | None:
+    """Write results.parquet; the reason when it cannot (pyarrow missing)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return "pyarrow is not installed (pip install -e '.[bench]'): no results.parquet; results.csv has every row"
+    types = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    table = pa.table({c: pa.array([r.get(c) for r in rows], type=types[TYPES[c]]) for c in COLUMNS})
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return None
+
+
+# --- plots ---------------------------------------------------------------------------------------
+
+def _pyplot():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def _answer_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r["method"] != "lp"]
+
+
+def plot_ratios(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
+    """Ratio per method: box plot (infinite ratios counted under the box) and ECDF."""
+    rows = [r for r in _answer_rows(rows) if r["ratio"] is not None]
+    if not rows:
+        return None
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    fig, (box, ecdf) = plt.subplots(1, 2, figsize=(12, 4.5))
+    data, ticks = [], []
+    for label in labels:
+        values = [r["ratio"] for r in rows if r["label"] == label]
+        finite = [v for v in values if math.isfinite(v)]
+        data.append(finite or [math.nan])
+        inf = len(values) - len(finite)
+        ticks.append(label + (f"\n({inf} inf)" if inf else ""))
+        xs = sorted(finite)
+        if xs:
+            ecdf.step(xs, [(i + 1) / len(values) for i in range(len(xs))], where="post", label=label)
+    box.boxplot(data, showfliers=True)
+    box.set_xticks(range(1, len(labels) + 1), ticks, rotation=30, ha="right", fontsize=8)
+    box.set_ylabel("ratio (>= 1, 1 = optimal)")
+    box.set_title("approximation ratio per method")
+    ecdf.set_xlabel("ratio")
+    ecdf.set_ylabel("share of instances with ratio <= x")
+    ecdf.set_title("ECDF of the ratio")
+    ecdf.legend(fontsize=7)
+    fig.tight_layout()
+    path = out / "ratio.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_times(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
+    """Wall time against size (jobs), log-log: the median over seeds and its min-max band."""
+    rows = [r for r in rows if r["status"] != "error" and r["wall_s"] is not None and r["jobs"]]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, label in enumerate(dict.fromkeys(r["label"] for r in rows)):
+        by_size: dict[int, list[float]] = {}
+        for r in rows:
+            if r["label"] == label:
+                by_size.setdefault(r["jobs"], []).append(max(r["wall_s"], 1e-6))
+        sizes = sorted(by_size)
+        med = [statistics.median(by_size[s]) for s in sizes]
+        ax.plot(sizes, med, marker="o", color=f"C{k % 10}", label=label)
+        ax.fill_between(sizes, [min(by_size[s]) for s in sizes], [max(by_size[s]) for s in sizes], color=f"C{k % 10}", alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    sizes = sorted({r["jobs"] for r in rows})
+    if len(sizes) <= 12:
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.minorticks_off()
+    ax.set_xlabel("jobs")
+    ax.set_ylabel("wall time, s (median; band: min-max over instances)")
+    ax.set_title("time against size")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out / "time.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_quality_time(summary: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
+    """Median ratio against median wall time, one point per (method, setting)."""
+    points = [s for s in summary if s["setting"] != "all" and s["median_ratio"] is not None
+              and s["median_wall_s"] is not None and math.isfinite(s["median_ratio"])]
+    if not points:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for k, label in enumerate(dict.fromkeys(p["label"] for p in points)):
+        mine = [p for p in points if p["label"] == label]
+        ax.scatter([max(p["median_wall_s"], 1e-6) for p in mine], [p["median_ratio"] for p in mine],
+                   color=f"C{k % 10}", label=label, s=25)
+    ax.set_xscale("log")
+    ax.set_xlabel("median wall time, s")
+    ax.set_ylabel("median ratio (1 = optimal)")
+    ax.set_title("quality against time (one point per method and setting)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out / "quality_time.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _resolve(hook: str | Callable[..., Any]) -> Callable[..., Any]:
+    if callable(hook):
+        return hook
+    from importlib import import_module
+
+    module, _, name = hook.partition(":")
+    return getattr(import_module(module), name)
+
+
+def make_plots(rows: list[Mapping[str, Any]], summary: list[Mapping[str, Any]], out: Path, problem: str,
+               extra_hooks: Iterable[str] = ()) -> tuple[list[Path], list[str]]:
+    """Every plot: the written paths, and notes (matplotlib missing, a hook that failed)."""
+    plt = _pyplot()
+    if plt is None:
+        return [], ["matplotlib is not installed (pip install -e '.[bench]'): no plots"]
+    paths: list[Path] = []
+    notes: list[str] = []
+    for make in (lambda: plot_ratios(rows, out, plt), lambda: plot_times(rows, out, plt),
+                 lambda: plot_quality_time(summary, out, plt)):
+        path = make()
+        if path is not None:
+            paths.append(path)
+    for hook in [*PLOT_HOOKS.get(problem, []), *extra_hooks]:
+        try:
+            written = _resolve(hook)(rows, out, plt) or []
+            paths += [Path(p) for p in written]
+        except Exception as exc:  # noqa: BLE001 -- a plot must not cost the results
+            notes.append(f"plot hook {hook!r} failed: {type(exc).__name__}: {exc}")
+        finally:
+            plt.close("all")
+    return paths, notes
+
+
+# --- report.md -----------------------------------------------------------------------------------
+
+def _num(x: Any, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "inf"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _table(header: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in line) + " |" for line in lines]
+    return "\n".join(out)
+
+
+_REFERENCE_TEXT = {
+    "exact": "the proven optimum of the exact formulation (first solver of `reference.solvers` whose optimum is "
+             "not disputed); where no solve proved one, the tightest bound they proved",
+    "lp": "the LP relaxation of the exact formulation: a bound, so every ratio is an upper bound on the true ratio",
+    "none": "none: this suite measures time only, no ratio",
+}
+
+
+def write_report(out: Path, suite, rows: list[Mapping[str, Any]], summary: list[Mapping[str, Any]],
+                 plots: list[Path], notes: list[str], meta: Mapping[str, Any]) -> Path:
+    from ..io.files import write_atomic
+
+    ref = _REFERENCE_TEXT.get(suite.reference, f"the oracle method `{suite.reference}` (exhaustive enumeration; its own word, not certified)")
+    instances = len({_unit(r) for r in rows})
+    lines = [f"# Benchmark `{suite.name}`", ""]
+    if suite.description:
+        lines += [suite.description.strip(), ""]
+    lines += [
+        f"- problem: `{suite.problem}`; suite file: `{suite.file}`",
+        f"- instances: {instances} (instance x problem options); rows: {len(rows)}",
+        f"- reference: {ref}",
+        f"- run: executor `{meta.get('executor')}`"
+        + (f", {meta['workers']} workers" if meta.get("workers") else "")
+        + (f", scheduler `{meta['scheduler']}`" if meta.get("scheduler") else "")
+        + f"; {meta.get('ran', 0)} tasks run, {meta.get('skipped', 0)} taken from an earlier run (--resume); "
+        f"sweep wall time {meta.get('elapsed_s', 0.0):.1f} s; mlsched-opt {meta.get('version', '')}; "
+        f"finished {time.strftime('%Y-%m-%d %H:%M:%S')}",
+        "- one solver thread per task; the same suite gives the same objectives whatever the executor",
+        "",
+        "Ratio: >= 1, 1 = optimal, for both senses (`approximation_ratio`); `certified`: the reference is an "
+        "optimum confirmed by an independent solver, or a proven bound (then the ratio bounds the true one).",
+        "",
+        "## Per method (all settings)" if any(s["setting"] == "all" for s in summary) else "## Per method",
+        "",
+    ]
+    head = ["method", "n", "ratios", "median", "p90", "worst", "certified", "median s", "max s", "errors",
+            "check failed", "disputed"]
+
+    def table_lines(items):
+        return [[s["label"], str(s["n"]), str(s["n_ratio"]), _num(s["median_ratio"]), _num(s["p90_ratio"]),
+                 _num(s["worst_ratio"]), str(s["certified"]), _num(s["median_wall_s"], 3), _num(s["max_wall_s"], 3),
+                 str(s["errors"]), str(s["check_failed"]), str(s["disputed"])] for s in items]
+
+    overall = [s for s in summary if s["setting"] == "all"] or summary
+    lines += [_table(head, table_lines(overall)), ""]
+    settings = list(dict.fromkeys(s["setting"] for s in summary if s["setting"] != "all"))
+    if len(settings) > 1:
+        lines += ["## Per setting", ""]
+        for setting in settings:
+            lines += [f"### {setting or '(no setting)'}", "",
+                      _table(head, table_lines([s for s in summary if s["setting"] == setting])), ""]
+    lines += ["## Plots", ""]
+    captions = {"ratio.png": "Ratio per method: box plot and ECDF.",
+                "time.png": "Wall time against the number of jobs (log-log): median over instances, band from min to max.",
+                "quality_time.png": "Median ratio against median wall time, one point per method and setting."}
+    for path in plots:
+        lines += [f"![{path.stem}]({path.name})", "", captions.get(path.name, f"`{path.name}`"), ""]
+    if not plots:
+        lines += ["No plots.", ""]
+    attention = [r for r in rows if r["status"] in ("error", "disputed") or r["check"] == "failed"]
+    if attention:
+        lines += ["## Needs attention", ""]
+        lines += [_table(["instance", "method", "status", "check", "message"],
+                         [[r["instance"], r["label"], r["status"], r["check"], (r["message"] or "")[:300]]
+                          for r in attention[:50]]), ""]
+        if len(attention) > 50:
+            lines += [f"... and {len(attention) - 50} more rows (see results.csv)", ""]
+    lines += ["## Files", "", "- `results.csv`: one row per (instance, method, solver); `summary.csv`: per method and setting"]
+    if (out / "results.parquet").exists():
+        lines.append("- `results.parquet`: the same rows, typed")
+    if (out / "errors.log").exists():
+        lines.append("- `errors.log`: tracebacks of the tasks that raised")
+    lines += ["- `suite.json`: the suite as run (after --set)", ""]
+    for note in notes:
+        lines += [f"Note: {note}", ""]
+    path = out / "report.md"
+    write_atomic(path, "\n".join(lines) + "\n")
+    return path
+
+
+def finish(out: Path, suite, rows: list[dict[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Fill references and ratios, rewrite results.csv, and write everything else; returns
+    ``{"summary": [...], "plots": [...], "notes": [...]}``."""
+    gap = suite.reference_methods[0].gap if suite.reference_methods else 1e-6
+    fill_references(rows, suite.reference, gap)
+    write_results(out / "results.csv", rows)
+    notes: list[str] = []
+    parquet = out / "results.parquet"
+    reason = write_parquet(parquet, rows)
+    if reason:
+        notes.append(reason)
+        parquet.unlink(missing_ok=True)
+    summary = summarize(rows)
+    write_summary(out / "summary.csv", summary)
+    plots, plot_notes = make_plots(rows, summary, out, suite.problem, suite.plots)
+    notes += plot_notes
+    notes += list(meta.get("notes", ()))
+    write_report(out, suite, rows, summary, plots, notes, meta)
+    return {"summary": summary, "plots": plots, "notes": notes}
+
+
+def dump_suite(out: Path, suite) -> None:
+    """``suite.json``: the suite document as run (after ``--set``)."""
+    from ..io.files import write_atomic
+
+    write_atomic(out / "suite.json", json.dumps(suite.document, indent=2, sort_keys=True, default=str) + "\n")
