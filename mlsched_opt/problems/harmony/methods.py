@@ -172,8 +172,11 @@ def counts_from_decision(view: HarmonyView, decision: Mapping[str, Any]) -> tupl
 
 
 def run_drl(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
-    from .policy import load_policy
+    from .policy import load_policy, torch
 
     view = simulating_view(instance, options)
     policy = load_policy(options.get("model") or None, view)
+    # --threads, not torch's default of every core: a forward pass of this small network per
+    # decision is 10-12x slower when its threads contend for the cores
+    torch.set_num_threads(max(1, solve_options.threads))
     return run_outcome(view, policy.chooser(view, greedy=True), "drl", options, solve_options, f"model {policy.path}")
