@@ -1,0 +1,31 @@
+"""The benchmark suites in benchmarks/*.toml parse and expand to tasks (no solving)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mlsched_opt.bench.suite import load_suite
+from mlsched_opt.bench.tasks import expand
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+SUITES = sorted(BENCHMARKS.glob("*.toml"))
+
+
+def test_there_are_suites():
+    assert SUITES, f"no suite in {BENCHMARKS}"
+
+
+@pytest.mark.parametrize("path", SUITES, ids=lambda p: p.name)
+def test_suite_loads_and_expands(path: Path):
+    suite = load_suite(path)
+    assert suite.instances and suite.methods
+    tasks = expand(suite)
+    per_unit = sum(len(m.solvers) if m.kind == "exact" else 1 for m in (*suite.reference_methods, *suite.methods))
+    assert len(tasks) == len(suite.instances) * len(suite.option_grid) * per_unit
+    assert len({t.key for t in tasks}) == len(tasks)
+    # every suite file says what it reproduces and how to run it
+    head = path.read_text().splitlines()[0]
+    assert head.startswith("# Reproduces benchmarks/"), head
+    assert f"mlsched bench benchmarks/{path.name}" in path.read_text()
