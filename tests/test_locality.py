@@ -587,28 +587,13 @@ def test_same_seed_gives_a_byte_identical_decision(method):
 
 # 6. option domains, bounded loops, time limit
 
-@pytest.mark.parametrize("option, value", [("l_scale", "nan"), ("l_scale", "0"), ("l_scale", "inf"), ("attempts", "0"),
-                                           ("attempts", str(2**70)), ("epsilon", "nan"), ("epsilon", "2"),
-                                           ("ps_placement", "anywhere"), ("locality", "nan")])
-def test_hostile_options_exit_2(run, option, value):
-    code, out, err = run("solve", TOY, "--method", "pd-rr", "--set", f"{option}={value}")
-    assert code == 2 and option in err and "Traceback" not in err
+# (every option's own domain, through the library and the CLI, is the contract's: tests/test_contract.py)
 
-
-@pytest.mark.parametrize("option, value", [("bandwidth_ratio", "nan"), ("bandwidth_ratio", "0.5"), ("inter_gbps", "0"),
-                                           ("gpus", "0"), ("gpus", str(2**40)), ("work_min", "nan"), ("work_max", "1e300"),
-                                           ("work_min", "30"),
-                                           ("arrival_share", "0"), ("slot_s", "-1"), ("slot_s", "inf")])
+@pytest.mark.parametrize("option, value", [("work_min", "30")])  # in its domain, but above work_max
 def test_hostile_generator_options_exit_2(run, tmp_path, option, value):
     code, out, err = run("generate", "--problem", "locality", "--jobs", "2", "--servers", "1", "--seed", "0", "--set", f"{option}={value}",
                          "-o", tmp_path / "x.toml")
     assert code == 2 and option in err and "Traceback" not in err
-
-
-def test_every_numeric_option_has_a_domain():
-    for opt in FAMILY.options + FAMILY.generate_options:
-        if opt.choices is None:
-            assert opt.minimum is not None and opt.maximum is not None, opt.name
 
 
 @pytest.mark.parametrize("method", RANDOMIZED)
