@@ -199,7 +199,7 @@ def test_bulk_first_fit_equals_task_by_task_first_fit(catalog):
         bulk, slow = view.capacity.copy(), view.capacity.copy()
         names = [s.name for s in inst.servers]
         for j in range(len(view.jobs)):
-            got = _place_job(view, j, bulk)
+            got = _place_job(view, j, bulk, [s.name for s in view.instance.servers])
             trial, want = slow.copy(), {"workers": {}, "ps": {}}
             for task, key in (("worker", "workers"), ("ps", "ps")):
                 d = view.demand[task][j]

@@ -44,43 +44,45 @@ from .view import PackingView, packing_view
 _TOL = 1e-9
 
 
-def _place_job(view: PackingView, j: int, residual: np.ndarray) -> dict[str, dict[str, int]] | None:
+def _place_job(view: PackingView, j: int, residual: np.ndarray, names: list[str]) -> dict[str, dict[str, int]] | None:
     """First-fit every task of job ``j`` into ``residual`` (updated in place); ``None`` and no change if it does not fit.
 
     The tasks of one kind are identical, so task-by-task first fit fills the first server with
-    room as far as it goes, then the next: placed here a server at a time, so the work is
-    proportional to the servers, never to the (unbounded) task counts.
+    room as far as it goes, then the next: the room of every eligible server at once, then the
+    first servers in order until the count is met, so the work is one pass of numpy over the
+    servers, never proportional to the (unbounded) task counts.
     """
     trial = residual.copy()
-    names = [s.name for s in view.instance.servers]
     placement: dict[str, dict[str, int]] = {"workers": {}, "ps": {}}
     for task, key in (("worker", "workers"), ("ps", "ps")):
-        demand = view.demand[task][j]
         left = int(view.count(task)[j])
+        if left == 0:
+            continue
+        demand = view.demand[task][j]
         used = demand > 0
-        for s in np.flatnonzero(view.eligible[task][j]):
-            if left == 0:
-                break
-            if used.any():
-                room = int(np.floor(np.min((trial[s, used] + _TOL) / demand[used])))
-            else:
-                room = left  # a task that demands nothing always fits
-            take = min(left, max(room, 0))
-            if take:
-                trial[s] -= take * demand
-                placement[key][names[s]] = take
-                left -= take
-        if left:
+        servers = np.flatnonzero(view.eligible[task][j])
+        if used.any():
+            room = np.floor(np.min((trial[np.ix_(servers, np.flatnonzero(used))] + _TOL) / demand[used], axis=1))
+            room = np.maximum(room, 0).astype(np.int64)
+        else:
+            room = np.full(len(servers), left, dtype=np.int64)  # a task that demands nothing always fits
+        before = np.cumsum(room) - room  # tasks the earlier servers take
+        take = np.minimum(room, np.maximum(left - before, 0))
+        if int(take.sum()) < left:
             return None
+        for s, t in zip(servers[take > 0], take[take > 0]):
+            trial[s] -= int(t) * demand
+            placement[key][names[s]] = int(t)
     residual[:] = trial
     return placement
 
 
 def _greedy(view: PackingView, order: np.ndarray, fail_fast: bool) -> dict[str, Any] | None:
     residual = view.capacity.copy()
+    names = [s.name for s in view.instance.servers]
     placement: dict[str, dict[str, dict[str, int]]] = {}
     for j in order:
-        placed = _place_job(view, int(j), residual)
+        placed = _place_job(view, int(j), residual, names)
         if placed is None:
             if fail_fast:
                 return None

@@ -54,17 +54,38 @@ def packing_view(instance: Instance) -> PackingView:
     resources = instance.resource_names()
     capacity = instance.capacity_matrix(resources)
     demand = {task: instance.demand_matrix(task, resources) for task in ("worker", "ps")}
-    eligible = {}
-    for task in ("worker", "ps"):
-        fits = np.all(demand[task][:, None, :] <= capacity[None, :, :] + 1e-9, axis=2)
-        role = np.array([[job.may_run_on(s, task) for s in instance.servers] for job in instance.jobs], dtype=bool)
-        eligible[task] = fits & role
+    eligible = {task: _fits(demand[task], capacity) & _may_run(instance, task) for task in ("worker", "ps")}
     return PackingView(
         instance=instance, resources=resources, capacity=capacity,
         workers=np.array([j.workers.lo for j in instance.jobs], dtype=int),
         ps=np.array([j.ps.lo for j in instance.jobs], dtype=int),
         demand=demand, eligible=eligible,
     )
+
+
+def _fits(demand: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """(jobs, servers): one task fits on the empty server; per distinct server capacity, so the
+    work is jobs x shapes x resources (a real cluster has a handful of shapes), not jobs x servers."""
+    shapes, which = np.unique(capacity, axis=0, return_inverse=True)
+    fits = np.all(demand[:, None, :] <= shapes[None, :, :] + 1e-9, axis=2)
+    return fits[:, which.ravel()]
+
+
+def _may_run(instance: Instance, task: str) -> np.ndarray:
+    """(jobs, servers): :meth:`Job.may_run_on` by role and GPU model, per distinct ``gpu_models``."""
+    servers = instance.servers
+    role = np.array([s.hosts(task) for s in servers], dtype=bool)
+    out = np.broadcast_to(role, (len(instance.jobs), len(servers))).copy()
+    if task == "ps":
+        return out
+    models = np.array([s.gpu_model or "" for s in servers], dtype=object)
+    masks: dict[tuple[str, ...], np.ndarray] = {}
+    for i, job in enumerate(instance.jobs):
+        if job.gpu_models is not None:
+            if job.gpu_models not in masks:
+                masks[job.gpu_models] = np.isin(models, list(job.gpu_models)) & np.array([s.gpu_model is not None for s in servers])
+            out[i] &= masks[job.gpu_models]
+    return out
 
 
 def diagnose(instance: Instance, options: dict) -> str | None:
