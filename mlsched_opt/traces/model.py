@@ -45,6 +45,13 @@ class Node:
     cpu: float | None = None
     memory_gb: float | None = None
 
+    def server(self) -> dict[str, Any]:
+        """This node as an instance's server: its GPUs, cores and memory, and its GPU model if any."""
+        out: dict[str, Any] = {"name": self.name, "capacity": {"gpu": self.gpus, "cpu": self.cpu, "memory_gb": self.memory_gb}}
+        if self.gpu_model:
+            out["gpu_model"] = self.gpu_model
+        return out
+
 
 @dataclass(frozen=True)
 class Trace:

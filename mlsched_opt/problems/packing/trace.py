@@ -31,12 +31,7 @@ POOLED = ("a node's GPUs are one pool: fractional GPU shares are packed against 
 
 def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, Any]:
     nodes = cluster(spec, gpu_only=False)
-    servers = []
-    for n in nodes.nodes:
-        server: dict[str, Any] = {"name": n.name, "capacity": {"gpu": n.gpus, "cpu": n.cpu, "memory_gb": n.memory_gb}}
-        if n.gpu_model:
-            server["gpu_model"] = n.gpu_model
-        servers.append(server)
+    servers = [n.server() for n in nodes.nodes]
     fits = _fits_somewhere(trace, nodes)
     jobs = []
     for j, ok in zip(trace.jobs, fits):

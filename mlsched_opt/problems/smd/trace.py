@@ -68,12 +68,7 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
         raise OptionError("problem 'smd' schedules one interval and has no slots; drop --slots", field="--slots")
     n = len(trace.jobs)
     nodes = cluster(spec, gpu_only=False)
-    servers = []
-    for node in nodes.nodes:
-        server: dict[str, Any] = {"name": node.name, "capacity": {"gpu": node.gpus, "cpu": node.cpu, "memory_gb": node.memory_gb}}
-        if node.gpu_model:
-            server["gpu_model"] = node.gpu_model
-        servers.append(server)
+    servers = [node.server() for node in nodes.nodes]
     total = np.array([sum((s["capacity"][r] or 0) for s in servers) for r in RESOURCES], dtype=float)
     if total[0] <= 0:
         raise UserError(f"the servers of this import ({len(servers)} drawn) have no GPU; raise --servers or change --seed", None, "--servers")
