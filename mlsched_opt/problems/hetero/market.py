@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
@@ -143,11 +144,11 @@ def _transport(gamma: np.ndarray, sizes: np.ndarray, counts: np.ndarray) -> np.n
     s, g = gamma.shape
     usable = np.isfinite(gamma)
     c = np.where(usable, gamma, 0.0).ravel()
-    a = np.zeros((s + g, s * g))
-    for i in range(s):
-        a[i, i * g:(i + 1) * g] = 1.0
-    for col in range(g):
-        a[s + col, col::g] = 1.0
+    # column (i, col) = i * g + col has two ones: its job's row i and its class's row s + col;
+    # built sparse (2 s g entries), since the dense matrix is (s + g) s g and HiGHS got every zero
+    jobs, classes = np.divmod(np.arange(s * g), g)
+    index = np.stack([jobs, s + classes], axis=1).ravel()
+    a = sparse.csc_matrix((np.ones(2 * s * g), index, np.arange(0, 2 * s * g + 1, 2)), shape=(s + g, s * g))
     lo = np.concatenate([sizes, np.zeros(g)]).astype(float)
     hi = np.concatenate([sizes, counts]).astype(float)
     ub = np.where(usable, np.minimum(sizes[:, None], counts[None, :]), 0).ravel().astype(float)
