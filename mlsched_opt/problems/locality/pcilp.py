@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyomo.environ as pyo
@@ -79,6 +80,22 @@ class Patterns:
     @property
     def size(self) -> int:
         return len(self.kind)
+
+    @cached_property
+    def slot_groups(self) -> list[tuple[np.ndarray, list[tuple[int, np.ndarray]]]]:
+        """Per slot from ``start`` to ``deadline``: its co-located patterns, and per machine (in
+        order, only machines that have one) its spread patterns; indices in pattern order.  RR-PC
+        draws thousands of times from the same patterns, so this is grouped once."""
+        out = []
+        spread = np.flatnonzero(self.kind == SPREAD)
+        order = spread[np.lexsort((spread, self.machine[spread], self.slot[spread]))]
+        for t in range(self.start, self.deadline + 1):
+            co = np.flatnonzero((self.slot == t) & (self.kind == CO_LOCATED))
+            here = order[self.slot[order] == t]
+            machines, first = np.unique(self.machine[here], return_index=True)
+            parts = np.split(here, first[1:])
+            out.append((co, [(int(h), part) for h, part in zip(machines, parts)]))
+        return out
 
     @property
     def work(self) -> np.ndarray:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rounding import chernoff_scale, independent_round
-from .pcilp import CO_LOCATED, SPREAD, Patterns, Plan
+from .pcilp import CO_LOCATED, Patterns, Plan
 
 
 @dataclass(frozen=True)
@@ -45,22 +45,20 @@ def sample(p: Patterns, z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One RR-PC draw: indices of the chosen patterns."""
     z = np.clip(np.asarray(z, dtype=float), 0.0, 1.0)
     chosen: list[int] = []
-    for t in range(p.start, p.deadline + 1):
-        in_slot = p.slot == t
-        co = np.flatnonzero(in_slot & (p.kind == CO_LOCATED))
+    for co, spread in p.slot_groups:
         pi = min(1.0, float(z[co].sum()))
         if pi > 0 and rng.random() < pi:
             chosen.append(int(rng.choice(co, p=z[co] / z[co].sum())))
             continue
+        # one uniform per machine, in machine order (machines without a spread pattern draw too,
+        # which keeps the stream, and so every decision, that of the per-machine loop)
+        u = rng.random(p.H)
         picked: list[int] = []
-        for h in range(p.H):
-            sp = np.flatnonzero(in_slot & (p.kind == SPREAD) & (p.machine == h))
+        for h, sp in spread:
             mass = z[sp]
             # K1 gives sum(mass) <= 1 - pi; renormalize only what solver tolerance pushes over
             share = mass / max(1.0 - pi, mass.sum(), 1e-12)
-            u = rng.random()
-            cum = np.cumsum(share)
-            k = int(np.searchsorted(cum, u, side="right"))
+            k = int(np.searchsorted(np.cumsum(share), u[h], side="right"))
             if k < len(sp):
                 picked.append(int(sp[k]))
         while picked and p.workers[picked].sum() > p.job.w_max:  # K2: drop the costliest spread pattern
