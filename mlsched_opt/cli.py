@@ -359,8 +359,10 @@ def import_(ctx, source, problem, output, jobs, servers, slots, seed, data, sets
       mlsched import gavel -o models/
     """
     from .io import from_document, write_document
-    from .traces import data_dir, import_instance
+    from .traces import SOURCES, data_dir, import_instance
 
+    if source not in SOURCES:
+        raise OptionError(f"unknown source {source!r}; choose from {', '.join(SOURCES)}", field="SOURCE")
     folder = data_dir(data)
     if source == "gavel":
         from .traces.gavel import import_catalog

@@ -94,6 +94,7 @@ def test_import_usage_errors(run, tmp_path):
     data = fake_data(tmp_path)
     out = tmp_path / "x.toml"
     for args, says in [(("import", "kaggle", "--problem", "packing"), "unknown source 'kaggle'"),
+                       (("import", "kaggle"), "unknown source 'kaggle'; choose from alibaba, philly, pollux, gavel"),
                        (("import", "alibaba"), "needs --problem"),
                        (("import", "alibaba", "--problem", "nosuch"), "unknown problem"),
                        (("import", "philly", "--problem", "packing"), "philly does not feed problem packing"),
