@@ -52,7 +52,7 @@ from ..base import Option
 from .exact import standalone_speed
 from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import PS, WORKER
-from .view import make_world
+from .view import greedy_gang, make_world
 from .world import WORLDS
 
 _GEN = {o.name: o for o in GENERATE_OPTIONS}
@@ -195,10 +195,11 @@ def _shape(node: Node) -> tuple[tuple[str, float], ...]:
 
 def _fit(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.ndarray) -> tuple[int, int]:
     """The largest (W, P) at most the given that the family's own gang test accepts (workers cut
-    first, then PSs): :func:`~.view.empty_cluster_placement`'s greedy, each task on the server with
-    the most free capacity; on identical servers a job never uses more servers than it has tasks."""
+    first, then PSs): :func:`~.view.greedy_gang`, the simulator's placement on the empty cluster,
+    each task on the server with the most free capacity; on identical servers a job never uses
+    more servers than it has tasks."""
     while True:
-        if _greedy_fits(W, P, min(M, W + P), cap, wd, pd):
+        if greedy_gang(np.tile(cap, (min(M, W + P), 1)), wd, W, pd, P) is not None:
             return W, P
         if W > 1:
             W -= 1
@@ -207,19 +208,6 @@ def _fit(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.ndarray
         else:
             raise UserError(f"one worker ({_fmt(WORKER)}) and {P} PS ({_fmt(PS)}) fit no server of this cluster",
                             field="--set cluster")
-
-
-def _greedy_fits(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.ndarray) -> bool:
-    free = np.tile(cap, (M, 1))
-    scale = np.maximum(cap, 1e-12)
-    for d, count in ((wd, W), (pd, P)):
-        for _ in range(count):
-            fits = np.all(free >= d - 1e-9, axis=1)
-            if not fits.any():
-                return False
-            m = int(np.argmax(np.where(fits, (free / scale).sum(axis=1), -np.inf)))
-            free[m] -= d
-    return True
 
 
 def _fmt(d: dict) -> str:

@@ -157,22 +157,29 @@ def gang_misfit(view: HarmonyView, i: int) -> str | None:
 
 
 def empty_cluster_placement(view: HarmonyView, i: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Why job ``i``'s W workers and P PSs do not fit the empty cluster, or ``None``.
+    """Job ``i``'s workers and PSs per server on the empty cluster, or ``None`` when they do not fit.
 
-    Greedy: each task goes to the server with the most free capacity.  The simulator uses the
-    same placement as its fallback when a policy cannot start a job on an empty cluster, so every
-    accepted job is sure to run.
+    Greedy (:func:`greedy_gang`): each task goes to the server with the most free capacity.  The
+    simulator uses the same placement as its fallback when a policy cannot start a job on an
+    empty cluster, so every accepted job is sure to run.
     """
-    free = view.capacity.copy()
-    counts = {"worker": np.zeros(view.M, int), "ps": np.zeros(view.M, int)}
-    scale = np.maximum(view.capacity.max(axis=0), 1e-12)
-    for role, count in (("worker", int(view.jobs.W[i])), ("ps", int(view.jobs.P[i]))):
-        d = view.demand(role)[i]
+    return greedy_gang(view.capacity, view.demand("worker")[i], int(view.jobs.W[i]),
+                       view.demand("ps")[i], int(view.jobs.P[i]))
+
+
+def greedy_gang(capacity: np.ndarray, worker: np.ndarray, W: int, ps: np.ndarray, P: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``W`` workers then ``P`` PSs on servers of ``capacity`` (servers x resources), each task on
+    the server with the most free capacity (shares of the largest server's) where it fits: the
+    counts per server, or ``None`` when a task fits nowhere."""
+    free = np.array(capacity, dtype=float)
+    scale = np.maximum(free.max(axis=0), 1e-12)
+    counts = (np.zeros(len(free), int), np.zeros(len(free), int))
+    for d, count, placed in ((worker, W, counts[0]), (ps, P, counts[1])):
         for _ in range(count):
             fits = np.all(free >= d - 1e-9, axis=1)
             if not fits.any():
                 return None
             m = int(np.argmax(np.where(fits, (free / scale).sum(axis=1), -np.inf)))
             free[m] -= d
-            counts[role][m] += 1
-    return counts["worker"], counts["ps"]
+            placed[m] += 1
+    return counts
