@@ -58,6 +58,17 @@ def data_dir() -> Path:
     return found
 
 
+def write_data(tmp_path: Path, files: dict[str, str | None]) -> Path:
+    """A data folder in the layout of ../shared/data holding ``files`` (relative path -> text;
+    ``None`` leaves the file out), for trace tests that must not need the real data."""
+    root = tmp_path / "data"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        if text is not None:
+            (root / rel).write_text(text)
+    return root
+
+
 def import_and_solve(run, tmp_path: Path, source: str, problem: str, methods: list[str], *args: str) -> Path:
     """``mlsched import`` then ``validate`` and ``solve --method M`` for each method: all must exit 0
     with the checker's ok; the import must be byte-identical when repeated."""

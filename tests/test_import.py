@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mlsched_opt.io import load_instance
-from tests.conftest import import_and_solve
+from tests.conftest import import_and_solve, write_data
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,32000,131072,0,\nn2,96000,786432,8,V100M32\n"
 PODS = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
@@ -27,12 +27,7 @@ def fake_data(tmp_path: Path, **override: str) -> Path:
     files = {"alibaba_openb/openb_node_list_all_node.csv": NODES, "alibaba_openb/openb_pod_list_default.csv": PODS,
              "philly/philly_jobs.csv": PHILLY, "pollux/workloads/workload-1.csv": POLLUX}
     files.update({k.replace("__", "/"): v for k, v in override.items()})
-    root = tmp_path / "data"
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        if text is not None:
-            (root / rel).write_text(text)
-    return root
+    return write_data(tmp_path, files)
 
 
 def test_alibaba_pods_into_packing_from_a_small_trace(run, tmp_path):

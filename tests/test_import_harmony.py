@@ -19,7 +19,7 @@ from mlsched_opt.io import load_instance
 from mlsched_opt.problems import get_family
 from mlsched_opt.problems.harmony.exact import standalone_speeds
 from mlsched_opt.problems.harmony.view import view_of
-from tests.conftest import import_and_solve
+from tests.conftest import import_and_solve, write_data
 
 TORCH = importlib.util.find_spec("torch") is not None
 ALL = [m for m in get_family("harmony").methods if m != "drl" or TORCH]
@@ -30,11 +30,7 @@ POLLUX = "name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,2
 
 
 def fake(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    for rel, text in (("philly/philly_jobs.csv", PHILLY), ("pollux/workloads/workload-1.csv", POLLUX)):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
+    return write_data(tmp_path, {"philly/philly_jobs.csv": PHILLY, "pollux/workloads/workload-1.csv": POLLUX})
 
 
 # --- on the real traces -----------------------------------------------------------------------------------------

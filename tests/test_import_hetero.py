@@ -20,7 +20,7 @@ from mlsched_opt.problems.hetero.alibaba import SPEEDS, mapped_throughputs
 from mlsched_opt.problems.hetero.generate import WORKLOADS
 from mlsched_opt.problems.hetero.view import hetero_view
 from mlsched_opt.solvers import SolveOptions
-from tests.conftest import import_and_solve
+from tests.conftest import import_and_solve, write_data
 
 FAMILY = get_family("hetero")
 #: every method but brute-force ((S+1)^K assignments, K <= 10), which runs on the 8-GPU imports
@@ -236,11 +236,7 @@ MANY = PODS.split("\n")[0] + "\n" + "".join(f"q{i},4000,8192,1,1000,,LS,Running,
 
 
 def _fake(tmp_path: Path, pods: str = PODS) -> Path:
-    root = tmp_path / "data"
-    for rel, text in {"alibaba_openb/openb_node_list_all_node.csv": NODES, "alibaba_openb/openb_pod_list_default.csv": pods}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
+    return write_data(tmp_path, {"alibaba_openb/openb_node_list_all_node.csv": NODES, "alibaba_openb/openb_pod_list_default.csv": pods})
 
 
 @pytest.mark.parametrize("args, pods, says", [

@@ -16,7 +16,7 @@ import pytest
 from mlsched_opt.io import load_instance
 from mlsched_opt.problems import get_family
 from mlsched_opt.problems.locality.view import locality_view
-from tests.conftest import import_and_solve
+from tests.conftest import import_and_solve, write_data
 
 METHODS = list(get_family("locality").methods)
 PHILLY = "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 06:13:03,2951.0,4,2951.0,b\n" \
@@ -25,11 +25,7 @@ POLLUX = "name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,2
 
 
 def fake(tmp_path: Path) -> Path:
-    root = tmp_path / "data"
-    for rel, text in (("philly/philly_jobs.csv", PHILLY), ("pollux/workloads/workload-1.csv", POLLUX)):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
+    return write_data(tmp_path, {"philly/philly_jobs.csv": PHILLY, "pollux/workloads/workload-1.csv": POLLUX})
 
 
 def philly_rows(data_dir: Path) -> dict[int, tuple[float, float, int]]:
