@@ -7,6 +7,7 @@ reported in one line naming the file and the field.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -91,7 +92,23 @@ def _limits_epilog() -> str:
             "MLSCHED_LIMITS=\"NAME=N,...\"; the command line wins):\n" + rows)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_limits_epilog())
+class _Commands(click.Group):
+    """The commands, with ``bench`` imported only when it is run or listed (its module pulls in the
+    comparison harness: 0.3 s that no other command should pay at start-up)."""
+
+    LAZY = {"bench": ("mlsched_opt.bench.cli", "bench")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.LAZY and name not in self.commands:
+            module, attr = self.LAZY[name]
+            self.add_command(getattr(importlib.import_module(module), attr))
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_limits_epilog())
 @click.version_option(__version__, prog_name="mlsched")
 @click.option("--catalog", envvar="MLSCHED_CATALOG", default=None, metavar="DIR",
               help="Workload catalog directory (default: models/ of this repository; env MLSCHED_CATALOG).")
@@ -518,15 +535,6 @@ def info(ctx) -> int:
     except UserError as exc:
         click.echo(f"workload catalog: unavailable ({exc.message()})")
     return 0
-
-
-def _register_bench() -> None:
-    from .bench.cli import bench
-
-    cli.add_command(bench)
-
-
-_register_bench()
 
 
 def main(argv: list[str] | None = None) -> None:

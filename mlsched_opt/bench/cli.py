@@ -1,7 +1,7 @@
 """``mlsched bench SUITE --out DIR``: run a benchmark suite, in parallel, resumably.
 
-The command is registered in the main CLI (``cli.add_command(bench)``); its imports are made
-inside the function, so that ``mlsched --help`` stays quick.
+The main CLI imports this module only when ``bench`` is run or listed (``cli._Commands``); the
+heavy imports are made inside the function.
 """
 
 from __future__ import annotations
