@@ -102,6 +102,7 @@ BAD = {
     "option-value": ('[options]\nobjective = "speed"\n', "options.objective"),
     "reference": ('[reference]\nmethod = "ffd"\n', "reference.method"),
     "solver": ('[reference]\nmethod = "exact"\nsolvers = ["nosuchsolver"]\n', "reference.solvers[0]"),
+    "best-takes-no-keys": ('[reference]\nmethod = "best"\ntime_limit = 5\n', "reference"),
     "seeds": ('[instances]\ngenerate = { jobs = 4, servers = 2 }\n', "instances.generate.seeds"),
     "generator-option": ('[instances]\ngenerate = { jobs = 4, servers = 2, seeds = [1], set = { colour = 1 } }\n',
                          "instances.generate.set.colour"),
@@ -234,8 +235,18 @@ def test_local_sweep_rows_have_ratios_and_verdicts(local_runs, name):
     summary = list(csv.DictReader((folder / "summary.csv").open()))
     assert {s["label"] for s in summary} == {r["label"] for r in rows}
     text = (folder / "report.md").read_text()
-    for png in ("ratio.png", "time.png", "quality_time.png"):
+    for png in ("ratio.png", "time.png", "objective.png", "quality_time.png"):
         assert (folder / png).stat().st_size > 0 and png in text
+    if name == "oasis":  # the family's row extras, and every online method's decision times
+        for row in rows:
+            extra = json.loads(row["extra"])
+            assert extra["completed"] >= 0
+            assert ("bound_2alpha" in extra) == (row["method"] == "oasis"), row
+            assert ("decision_ms" in extra) == (row["method"] == "oasis"), row  # the baselines state none
+    for line in summary:  # the mean of the checked answers' objectives
+        values = [r["objective"] for r in rows if r["label"] == line["label"] and r["setting"] == line["setting"]]
+        if line["setting"] != "all":
+            assert float(line["mean_objective"]) == pytest.approx(sum(values) / len(values))
     if __import__("importlib").util.find_spec("pyarrow"):
         import pyarrow.parquet as pq
 
@@ -361,6 +372,20 @@ def test_ratios_against_a_bound_and_a_refuted_bound():
     assert wrong[0]["status"] == "disputed" and wrong[1]["ratio"] is None and wrong[1]["reference_kind"] == "none"
 
 
+def test_best_reference_is_the_best_checked_answer_never_certified():
+    rows = [_row("a", "method", "a", "feasible", 10.0, certified_by="", sense="min"),
+            _row("b", "method", "b", "feasible", 8.0, certified_by="", sense="min"),
+            _row("c", "method", "c", "feasible", 5.0, check="failed", certified_by="", sense="min"),  # refused: no reference
+            _row("d", "method", "d", "optimal", 7.0, certified_by="", sense="min")]
+    rows[3]["check"] = "failed"  # a claimed optimum the checker refuses is disputed, never the best
+    report.fill_references(rows, "best", 1e-6)
+    assert [r["reference"] for r in rows] == [8.0] * 4 and {r["reference_kind"] for r in rows} == {"best"}
+    assert [r["ratio"] for r in rows] == [1.25, 1.0, None, None]
+    assert not any(r["certified"] for r in rows) and rows[3]["status"] == "disputed"
+    (a, b, c, d) = report.summarize(rows)
+    assert (a["mean_objective"], c["mean_objective"]) == (10.0, None)  # only checked answers are averaged
+
+
 def test_summary_percentiles_and_infinite_ratios():
     rows = []
     for ratio in (1.0, 1.5, 2.0, float("inf")):
@@ -412,3 +437,19 @@ def test_the_harness_stops_a_task_far_past_its_time_limit(monkeypatch):
     monkeypatch.setattr(tasks_mod, "HARD_GRACE_S", 0.5)
     row = tasks_mod.run_task(task)
     assert row["status"] == "error" and "stopped by the harness" in row["message"]
+
+
+def test_hetero_row_extras_are_the_checked_fairness_measures():
+    from mlsched_opt.checking import check_solution
+    from mlsched_opt.io import load_instance
+    from mlsched_opt.problems import get_family
+    from mlsched_opt.problems.hetero.methods import bench_extra
+    from mlsched_opt.solvers import SolveOptions
+
+    inst = load_instance(Path(__file__).resolve().parent.parent / "instances" / "hetero-toy.toml")
+    sol = get_family("hetero").run(inst, "sampling", SolveOptions(seed=1))
+    extra = bench_extra(inst, sol, {})
+    assert set(extra) == {"jain_slowdown", "jain_jct", "max_slowdown"}
+    assert 0 < extra["jain_slowdown"] <= 1 and extra["max_slowdown"] > 0
+    assert check_solution(inst, sol).feasible
+    assert "hetero" in tasks_mod.ROW_EXTRAS and bench_extra(inst, dataclasses.replace(sol, decision={}), {}) == {}

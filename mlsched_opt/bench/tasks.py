@@ -41,8 +41,10 @@ SCHEMA: tuple[tuple[str, type], ...] = (
 COLUMNS: tuple[str, ...] = tuple(name for name, _ in SCHEMA)
 TYPES: dict[str, type] = dict(SCHEMA)
 
-#: problem -> row-extra hooks ("package.module:function"), see the module docstring
-ROW_EXTRAS: dict[str, list[str]] = {}
+#: problem -> row-extra hooks ("package.module:function"), see the module docstring; every row
+#: of an online method also gets its ``decision_ms`` (mean, p95, max per arriving job)
+ROW_EXTRAS: dict[str, list[str]] = {"oasis": ["mlsched_opt.problems.oasis.methods:bench_extra"],
+                                    "hetero": ["mlsched_opt.problems.hetero.methods:bench_extra"]}
 
 #: the harness's own backstop on a task: HARD_FACTOR * time_limit + HARD_GRACE_S seconds (the
 #: methods enforce their time limit themselves; this only stops one that does not)
@@ -274,6 +276,7 @@ def _solve(task: Task, row: dict[str, Any]) -> None:
     from ..checking import check_solution
     from ..io import load_catalog
     from ..problems import get_family
+    from ..problems.base import timings
     from ..solvers import SolveOptions
 
     family = get_family(task.problem)
@@ -306,8 +309,11 @@ def _solve(task: Task, row: dict[str, Any]) -> None:
             shown = "; ".join(map(str, check.violations[:3]))
             more = f" (and {len(check.violations) - 3} more)" if len(check.violations) > 3 else ""
             row["message"] = "; ".join(filter(None, [rep.message, f"checker: {shown}{more}"]))
-        if task.extras:
-            extra: dict[str, Any] = {}
-            for hook in task.extras:
-                extra.update(_hook(hook)(inst, sol, opts) or {})
+        extra: dict[str, Any] = {}
+        ms = timings(rep.message)  # an online method's decision time per arriving job (ms)
+        if ms:
+            extra["decision_ms"] = ms
+        for hook in task.extras:
+            extra.update(_hook(hook)(inst, sol, opts) or {})
+        if extra:
             row["extra"] = json.dumps(extra, sort_keys=True, default=str)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import pyomo.environ as pyo
 
 from ..checking.core import CheckResult, run_check
@@ -331,6 +333,25 @@ def parse_values(options: tuple[Option, ...], raw: Mapping[str, Any], source: st
             allowed = ", ".join(known) or "none"
             raise OptionError(f"unknown option {key!r} for {owner} (options: {allowed})", field=source)
     return {name: opt.parse(raw.get(name, opt.default), source) for name, opt in known.items()}
+
+
+_TIMING = re.compile(r"([0-9.]+) ms per arriving job \(p95 ([0-9.]+), max ([0-9.]+)\)")
+
+
+def timing_phrase(decision_s: Sequence[float]) -> str:
+    """How an online method states its decision time per arriving job, in its report's message.
+
+    Wall-clock figures live in the message, never in the decision, so that a decision depends only
+    on the instance, the options and the seed; :func:`timings` reads them back (``mlsched bench``
+    puts them in a row's ``extra``)."""
+    ms = 1000 * np.asarray(decision_s if len(decision_s) else [0.0], dtype=float)
+    return f"{ms.mean():.2f} ms per arriving job (p95 {np.percentile(ms, 95):.2f}, max {ms.max():.2f})"
+
+
+def timings(message: str | None) -> dict[str, float]:
+    """The per-job decision times (ms: ``mean``, ``p95``, ``max``) that :func:`timing_phrase` wrote."""
+    hit = _TIMING.search(message or "")
+    return {} if hit is None else dict(zip(("mean", "p95", "max"), map(float, hit.groups())))
 
 
 def heuristic_report(sense: str, objective: float | None, elapsed_s: float, name: str,

@@ -23,7 +23,7 @@ EXACT_GUARANTEE = ("exact: the minimum average JCT of a static batch by exhausti
 SURROGATE_GUARANTEE = ("optimal for the linearized surrogate (spec 6c, every job starting at interval 0) when the solver "
                        "proves it; none for the true JCT, whose gap the report gives when --method exact can run")
 MYOPIC_GUARANTEE = "none: each interval's placement maximizes the sum of normalized speeds now (spec 6b(1)), not the JCT"
-DRL_GUARANTEE = "none: a learned policy (spec 2); its gap to exact is measured by benchmarks/harmony_drl.py"
+DRL_GUARANTEE = "none: a learned policy (spec 2); its gap to exact is measured by the suite benchmarks/harmony_exact.toml"
 
 
 def _outcome_result(view: HarmonyView, outcome: Outcome, name: str, options: Mapping[str, Any], elapsed: float,

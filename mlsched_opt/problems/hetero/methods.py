@@ -77,6 +77,14 @@ def _finish(view: HeteroView, x: np.ndarray | None, options: Mapping[str, Any], 
     return MethodResult(report, dec)
 
 
+def bench_extra(instance: Instance, solution, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The row extras of ``mlsched bench``: the fairness measures of spec 3.6 (Jain over
+    slowdowns and over JCTs, the maximum slowdown) of the answer, as its decision states them
+    (the checker recomputes them from the batch splits)."""
+    fair = (solution.decision.get("extra") or {}).get("fairness")
+    return dict(fair) if isinstance(fair, dict) else {}
+
+
 def _invalid(view: HeteroView, x: np.ndarray, comm: str, split: str) -> str | None:
     """Why the allocation ``x`` (S, G) breaks a rule the checker enforces, or ``None``."""
     x = np.asarray(x)

@@ -17,7 +17,6 @@ to the report's message, never into the decision (same seed -> byte-identical de
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any, Callable, Mapping
 
@@ -28,7 +27,7 @@ from ...checking.core import TOL
 from ...errors import InstanceError, OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
-from ..base import MethodResult, heuristic_report
+from ..base import MethodResult, heuristic_report, timing_phrase
 from .offline import free_model, offline_model, placement_from_model
 from .online import BOTH, Prices, Schedule, Task, v_greedy, v_pd
 from .pcilp import CO_LOCATED, SPREAD
@@ -179,30 +178,16 @@ def _prepared(instance: Instance, solve_options: SolveOptions, started: float) -
 def _result(view: LocalityView, out: Schedule, name: str, options: Mapping[str, Any], started: float,
             extra: Mapping[str, Any] | None = None) -> MethodResult:
     value = total_delay(view, out.completion)
-    per_job = np.array(out.decision_s) if out.decision_s else np.zeros(1)
     stats = {"lps": out.lps, "rounding_attempts": out.attempts, "repairs": out.repairs,
              "rejected": [view.jobs[i].id for i in out.rejected], **dict(extra or {})}
     # wall-clock figures only in the message: the decision must not depend on the machine's speed
     message = (f"{len(out.completion)}/{len(view.jobs)} jobs finish, {out.lps} LPs, {out.repairs} repairs, "
-               f"{1000 * float(per_job.mean()):.1f} ms per arriving job (p95 {1000 * float(np.percentile(per_job, 95)):.1f}, "
-               f"max {1000 * float(per_job.max()):.1f})")
+               f"{timing_phrase(out.decision_s)}")
     if out.cut_short:
         message += (f"; cut short at the time limit: {len(out.rejected) + len(out.tasks)} of {len(view.jobs)} jobs considered, "
                     "the rest left unscheduled")
     report = heuristic_report("min", value, time.perf_counter() - started, name, dict(options), message)
     return MethodResult(report, decision(view, o3_placement(view, out.tasks), out.completion, stats))
-
-
-_TIMING = re.compile(r"([0-9.]+) ms per arriving job \(p95 ([0-9.]+), max ([0-9.]+)\)")
-
-
-def timings(message: str) -> dict[str, float]:
-    """The per-job decision times (ms: ``mean``, ``p95``, ``max``) an online method's report message states.
-
-    They live in the message, not the decision, so that a decision depends only on the seed.
-    """
-    hit = _TIMING.search(message or "")
-    return {} if hit is None else dict(zip(("mean", "p95", "max"), map(float, hit.groups())))
 
 
 def greedy(name: str, solver: str = "rr", plan: str = "aware", kinds: tuple[int, ...] = BOTH):

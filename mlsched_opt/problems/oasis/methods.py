@@ -11,7 +11,7 @@ import pyomo.environ as pyo
 from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
-from ..base import MethodResult, heuristic_report
+from ..base import MethodResult, heuristic_report, timing_phrase
 from .baselines import POLICIES
 from .formulation import schedule_from_model
 from .online import Oasis, Outcome, simulate
@@ -86,13 +86,22 @@ def run_oasis(instance: Instance, options: Mapping[str, Any], solve_options: Sol
     stats = {"prices": params.to_dict(view.resources), "bound_2alpha": 2 * params.alpha,
              "payoff": {view.jobs[i].id: p for i, p in sorted(policy.payoff.items())}}
     message = (f"admitted {len(outcome.completion)}/{len(view.jobs)}, alpha={params.alpha:.3g} ({params.source}), "
-               f"{1000 * policy.stats.get('decision_s_mean', 0.0):.2f} ms per job "
-               f"(max {1000 * policy.stats.get('decision_s_max', 0.0):.2f} ms)")
+               f"{timing_phrase(policy.decision_s)}")
     if policy.cut_short:
         message += (f"; cut short by the time limit ({solve_options.time_limit:g} s): {policy.cut_short} arriving job(s) "
                     "planned over fewer completion slots or rejected unplanned")
     report = heuristic_report("max", value, time.perf_counter() - start, "oasis", dict(options), message)
     return MethodResult(report, decision(view, outcome, stats))
+
+
+def bench_extra(instance: Instance, solution, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The row extras of ``mlsched bench``: jobs completed, and OASiS's competitive bound 2 alpha
+    (a ratio within it is what Theorem 3 promises under the formula's prices)."""
+    extra = solution.decision.get("extra") or {}
+    out: dict[str, Any] = {"completed": len(solution.decision.get("admitted") or [])}
+    if extra.get("bound_2alpha") is not None:  # OASiS itself, not the baselines
+        out["bound_2alpha"] = extra["bound_2alpha"]
+    return out
 
 
 def baseline(name: str):

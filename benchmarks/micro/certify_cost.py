@@ -1,6 +1,6 @@
 """What certification costs: the exact method with and without an independent referee, in one run.
 
-    python benchmarks/certify_cost.py --repeats 3 --out certify_cost.csv
+    python benchmarks/micro/certify_cost.py --repeats 3 --out certify_cost.csv
 
 For each shipped instance whose exact method is a Pyomo model, solves it with HiGHS and with
 CP-SAT, certified and not (``--no-certify``), and reports the median wall time of each and their
@@ -19,7 +19,7 @@ from mlsched_opt.io import load_instance
 from mlsched_opt.problems import get_family
 from mlsched_opt.solvers import SolveOptions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ["demo.toml", "smd-12jobs.toml", "oasis-toy.toml", "oasis-10jobs.toml", "hetero-toy.toml", "hetero-12gpus.toml", "locality-toy.toml"]
 
 

@@ -1,14 +1,11 @@
-"""Wall time per arriving job at 50 machines x 100 slots (spec 001 section 5.3), and what the fast path buys.
+"""What locality's LP fast path buys, as ratios in one run (spec 001 section 5.3): internal
+functions timed against each other, not methods against a reference (that is the suite
+``benchmarks/locality_scale.toml``).
 
-    python benchmarks/locality_scale.py --jobs 200 --out locality_scale.csv
+    python benchmarks/micro/locality_lp.py --jobs 200 --machines 50 --slots 100 --sample 10
 
-One instance from ``mlsched generate --problem locality --servers 50 --slots 100`` (arrivals over
-the whole horizon, ``--set arrival_share=1``).  For ``greedy-rr``, ``pd-rr`` and ``greedy-ilp``:
-the mean, 95th percentile and largest decision time per arriving job, LPs solved, and the
-checker's verdict.
-
-Before/after, as ratios in one run, on the first ``--sample`` jobs' PC-ILPs (empty cluster,
-each at its first LP-feasible deadline + 2):
+On the first ``--sample`` jobs' PC-ILPs of a generated instance (arrivals over the whole
+horizon; empty cluster, each at its first LP-feasible deadline + 2):
 * the LP with K1 written per (slot, machine) for every co-located pattern (``O(size H)``
   nonzeros) against the compact form with one co-located mass per slot (what ``solve_lp`` uses);
 * the deadline scan starting at the LP-free frontier against a scan that solves one LP per
@@ -20,23 +17,16 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
-from mlsched_opt.bench.files import write_rows
-from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document
 from mlsched_opt.problems import GenerateSpec, get_family
-from mlsched_opt.problems.locality.methods import timings
 from mlsched_opt.problems.locality.pcilp import earliest_deadline, patterns, solve_lp
 from mlsched_opt.problems.locality.view import locality_view
-from mlsched_opt.solvers import SolveOptions
 from mlsched_opt.solvers.highs_lp import ArrayLP
 
 FAMILY = get_family("locality")
-METHODS = ("greedy-rr", "pd-rr", "greedy-ilp")
-FIELDS = ["method", "jobs", "machines", "slots", "objective", "finished", "lps", "ms_mean", "ms_p95", "ms_max", "wall_s", "feasible"]
 
 
 def full_k1_lp(p) -> float:
@@ -78,28 +68,10 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sample", type=int, default=10)
-    ap.add_argument("--out", default="locality_scale.csv")
     args = ap.parse_args()
     spec = GenerateSpec(jobs=args.jobs, servers=args.machines, seed=args.seed, slots=args.slots,
                         options=FAMILY.parse_generate_options({"arrival_share": 1.0}))
-    inst = from_document(FAMILY.generate(spec))
-    rows = []
-    print(f"{args.jobs} jobs, {args.machines} machines, {args.slots} slots")
-    print(f"{'method':<11} {'objective':>10} {'finished':>9} {'LPs':>6} {'ms/job mean':>12} {'p95':>8} {'max':>8} {'wall s':>8}  check")
-    for method in METHODS:
-        sol = FAMILY.run(inst, method, SolveOptions(seed=args.seed))
-        check = check_solution(inst, sol)
-        extra = sol.decision["extra"]
-        ms = timings(sol.report.message)  # wall-clock figures are in the report's message, never in the decision
-        row = {"method": method, "jobs": args.jobs, "machines": args.machines, "slots": args.slots,
-               "objective": sol.report.objective, "finished": len(sol.decision["admitted"]), "lps": extra["lps"],
-               "ms_mean": ms["mean"], "ms_p95": ms["p95"],
-               "ms_max": ms["max"], "wall_s": sol.report.wall_s, "feasible": check.feasible}
-        rows.append(row)
-        print(f"{method:<11} {row['objective']:>10g} {row['finished']:>9} {row['lps']:>6} {row['ms_mean']:>12.1f} {row['ms_p95']:>8.1f} "
-              f"{row['ms_max']:>8.1f} {row['wall_s']:>8.1f}  {'ok' if check.feasible else 'FAILED'}", flush=True)
-    write_rows(Path(args.out), FIELDS, rows)
-    fast_path(locality_view(inst), args.sample)
+    fast_path(locality_view(from_document(FAMILY.generate(spec))), args.sample)
 
 
 if __name__ == "__main__":
