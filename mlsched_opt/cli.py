@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ import click
 
 from . import __version__
 from .errors import OptionError, UserError
+
+log = logging.getLogger(__name__)
 
 EXAMPLES_SOLVE = """
 \b
@@ -26,6 +30,311 @@ Examples:
   mlsched solve instances/demo.toml --method ffd --set objective=servers --json
   mlsched solve instances/demo.toml --method exact --out demo.sol.json
 """
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record arrives: test runners and click's runner
+    swap the stream between commands run in one process."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+class _Formatter(logging.Formatter):
+    """INFO is what a command has to say (progress, notes) and reads as plain lines; the other levels
+    say what they are, and DEBUG (``-v``) where it comes from."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.levelno == logging.INFO:
+            return message
+        if record.levelno == logging.DEBUG:
+            return f"debug: {record.name}: {message}"
+        return f"{record.levelname.lower()}: {message}"
+
+
+def _configure_logging(verbose: int, quiet: bool) -> None:
+    """One stderr handler for the package's loggers, installed on the first command and reused by the
+    next ones run in the same process.  On the package logger rather than the root one: Pyomo has its
+    own handler and propagates, so a root handler would print its warnings twice."""
+    if verbose and quiet:
+        raise OptionError("-v and --quiet contradict each other", field="--quiet")
+    pkg = logging.getLogger(__package__ or "mlsched_opt")
+    if not any(isinstance(h, _StderrHandler) for h in pkg.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(_Formatter())
+        pkg.addHandler(handler)
+        pkg.propagate = False
+    pkg.setLevel(logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO)
+
+
+def _problem_names() -> list[str]:
+    from .problems import REGISTRY
+
+    return list(REGISTRY)
+
+
+def _method_names(problem: str | None = None) -> list[str]:
+    from .problems import REGISTRY
+
+    families = [REGISTRY[problem]] if problem in REGISTRY else REGISTRY.values()
+    return list(dict.fromkeys(m for fam in families for m in fam.methods))
+
+
+def _solver_names() -> list[str]:
+    from .solvers import KNOWN_SOLVERS
+
+    return list(KNOWN_SOLVERS)
+
+
+def _check_problem(name: str, param: str) -> None:
+    from .problems import get_family
+
+    get_family(name)
+
+
+def _check_solver_name(name: str, param: str) -> None:
+    # installed or not is check_solver's question, asked once the command runs; here only the names
+    # that may ever be handed to a solver factory pass, as before
+    names = _solver_names()
+    if name not in names:
+        raise OptionError(f"unknown solver {name!r}; choose from {', '.join(names)}", field=param)
+
+
+class _Names(click.Choice):
+    """A ``click.Choice`` whose names come from the registry when first needed (help, completion,
+    parsing): ``validate`` must not pay for importing every family.
+
+    A value outside the names is refused by ``check`` with the registry's own message (exit 2 naming
+    the option); without ``check`` (methods, whose names depend on the problem) the command checks it
+    against its family.  With ``sep`` the value is a list (``--solvers highs,cpsat``).
+    """
+
+    def __init__(self, load, check=None, sep: str | None = None) -> None:
+        self._load, self._check, self.sep = load, check, sep
+        self._names: tuple[str, ...] | None = None
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        if self._names is None:
+            self._names = tuple(self._load())
+        return self._names
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        metavar = super().get_metavar(param, ctx)
+        return f"{metavar}{self.sep}..." if self.sep and metavar else metavar
+
+    def convert(self, value, param, ctx):
+        name = param.opts[0] if param is not None and param.opts else "value"
+        for item in (value.split(self.sep) if self.sep else [value]):
+            if self._check is not None and (item.strip() or not self.sep):
+                self._check(item.strip() if self.sep else item, name)
+        return value
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str):
+        from click.shell_completion import CompletionItem
+
+        done, _, last = incomplete.rpartition(self.sep) if self.sep else ("", "", incomplete)
+        prefix = done + self.sep if done else ""
+        names = self.choices
+        if self._load is _method_names:  # the methods of the problem already on the command line
+            names = tuple(_method_names((ctx.params or {}).get("problem")))
+        return [CompletionItem(prefix + n) for n in names if n.startswith(last)]
+
+
+PROBLEM = _Names(_problem_names, _check_problem)
+METHOD = _Names(_method_names)
+METHODS = _Names(_method_names, sep=",")
+SOLVER = _Names(_solver_names, _check_solver_name)
+SOLVERS = _Names(_solver_names, _check_solver_name, sep=",")
+
+
+def _shorthands(registry) -> dict[str, list[tuple[Any, Any]]]:
+    """Flag -> [(family, Option)] of every problem option declared with a ``flag``."""
+    out: dict[str, list[tuple[Any, Any]]] = {}
+    for fam in registry.values():
+        for opt in fam.options:
+            if opt.flag:
+                out.setdefault(opt.flag, []).append((fam, opt))
+    return out
+
+
+def _shorthand_options(registry) -> list[click.Option]:
+    """``solve``'s shorthand options, one per declared flag: ``--samples M`` is ``--set samples=M``.
+    The value stays a string here: the family's Option parses it (type and range) and names the flag
+    when it is refused, as it would name --set."""
+    params = []
+    for flag, owners in _shorthands(registry).items():
+        names = {opt.name for _, opt in owners}
+        if len(names) != 1:
+            raise RuntimeError(f"{flag} is declared for options {sorted(names)}: one flag, one option name")
+        name = names.pop()
+        uses = "; ".join(f"{fam.name}: {opt.help} <{opt.describe()}>" for fam, opt in owners)
+        params.append(click.Option([flag, f"shorthand_{name}"], default=None, metavar=name.upper(),
+                                   help=f"Shorthand for --set {name}={name.upper()} ({uses})."))
+    return params
+
+
+class _SolveCommand(click.Command):
+    """``solve``, whose shorthand options come from the families' declarations: added when the command
+    is first parsed, completed or shown, so that other commands never import the registry."""
+
+    _shorthands_added = False
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if not self._shorthands_added:
+            from .problems import REGISTRY
+
+            at = next(i for i, p in enumerate(self.params) if p.name == "out")
+            self.params[at:at] = _shorthand_options(REGISTRY)
+            self._shorthands_added = True
+        return super().get_params(ctx)
+
+
+class _LazyHelp(click.Option):
+    """An option whose help text is computed from the registry when --help is shown."""
+
+    def __init__(self, *args, help_from=None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._help_from = help_from
+
+    def get_help_record(self, ctx: click.Context):
+        if self._help_from is not None:
+            self.help, self._help_from = self._help_from(), None
+        return super().get_help_record(ctx)
+
+
+def _per_family_methods() -> str:
+    from .problems import REGISTRY
+
+    return "; ".join(f"{fam.name}: {', '.join(m for m in fam.methods if m != 'exact')}" for fam in REGISTRY.values())
+
+
+def _method_help() -> str:
+    return f"exact, or an algorithm of the problem's family ({_per_family_methods()}; see `mlsched info`)."
+
+
+def _methods_help() -> str:
+    return f"Comma-separated methods (default: all of the family's but oracles; exact, or {_per_family_methods()})."
+
+
+def _fmt(value: Any, digits: int = 6) -> str:
+    """A number as people read it: '-' for none, integers without '.0', 6 significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value:
+            return "-"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _ranges(slots: list[int]) -> str:
+    """Slots as ranges: [0, 1, 2, 5] -> '0-2, 5'."""
+    spans: list[list[int]] = []
+    for s in sorted(set(slots)):
+        if spans and s == spans[-1][1] + 1:
+            spans[-1][1] = s
+        else:
+            spans.append([s, s])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _counts(per_slot: list[dict[str, Any]]) -> str:
+    """Servers and counts over one or more slots: 'v100/0:1 k80:3', a count that varies as '3-4'."""
+    seen: dict[str, list[Any]] = {}
+    for mapping in per_slot:
+        for server, n in (mapping or {}).items():
+            seen.setdefault(server, []).append(n)
+    parts = []
+    for server, ns in seen.items():
+        lo, hi = min(ns), max(ns)
+        if len(ns) < len(per_slot):  # absent in some slots
+            lo = 0
+        parts.append(f"{server}:{_fmt(lo)}" if lo == hi else f"{server}:{_fmt(lo)}-{_fmt(hi)}")
+    return " ".join(parts) or "-"
+
+
+def _cell(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def decision_table(decision: dict[str, Any] | None, job_ids: list[str], limit: int = 20) -> list[str]:
+    """Who runs where and when, one row per job, from any family's decision: a static ``placement``
+    (job -> workers/ps per server), a slotted ``schedule`` (job -> [{slot, workers, ps}]), a
+    ``start`` per job, and every ``extra`` entry keyed by job (a number per job becomes a column;
+    counts without servers, as smd's ``allocation``, fill workers/ps).  Other ``extra`` entries
+    become one line each; at most ``limit`` rows, then how many more."""
+    if not decision:
+        return ["decision: none"]
+    placement = decision.get("placement") or {}
+    schedule = decision.get("schedule") or {}
+    start = decision.get("start") or {}
+    extra = decision.get("extra") or {}
+    known = set(job_ids)
+    per_job = {k: v for k, v in extra.items() if isinstance(v, dict) and v and set(v) <= known}
+    counts = {k: v for k, v in per_job.items() if all(isinstance(x, dict) and ("workers" in x or "ps" in x) for x in v.values())}
+    columns = [k for k, v in per_job.items() if k not in counts and all(x is None or isinstance(x, (int, float, str)) for x in v.values())]
+    listed = [*decision.get("admitted", []), *placement, *schedule, *start, *(j for v in counts.values() for j in v)]
+    order = {j: i for i, j in enumerate(job_ids)}
+    jobs = sorted(dict.fromkeys(listed), key=lambda j: order.get(j, len(order)))
+    header = ["job", "workers", "ps"] + (["slots"] if schedule else []) + (["start"] if start else []) + columns
+    rows = []
+    for job in jobs:
+        if job in placement:
+            where = placement[job] or {}
+            workers, ps = _counts([where.get("workers") or {}]), _counts([where.get("ps") or {}])
+        elif job in schedule:
+            steps = schedule[job] or []
+            workers = _counts([s.get("workers") or {} for s in steps])
+            ps = _counts([s.get("ps") or {} for s in steps])
+        else:
+            alloc = next((v[job] for v in counts.values() if job in v), {})
+            workers, ps = _fmt(alloc.get("workers")), _fmt(alloc.get("ps"))
+        row = [job, workers, ps]
+        if schedule:
+            row.append(_ranges([s["slot"] for s in schedule.get(job) or [] if isinstance(s.get("slot"), int)]) or "-")
+        if start:
+            row.append(_fmt(start.get(job)))
+        row += [_fmt(per_job[c].get(job)) for c in columns]
+        rows.append([_cell(str(c)) for c in row])
+    lines = []
+    if rows:
+        shown = rows[:limit]
+        widths = [max(len(r[i]) for r in [header, *shown]) for i in range(len(header))]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in shown]
+        if len(rows) > limit:
+            lines.append(f"... {len(rows) - limit} more jobs (--out FILE writes the whole decision)")
+    else:
+        lines.append("no job runs")
+    if "admitted" in decision:
+        left = [j for j in job_ids if j not in set(decision["admitted"])]
+        if left:
+            lines.append(f"not admitted ({len(left)}): {_cell(', '.join(left), 80)}")
+    for key, value in extra.items():
+        if key in per_job:
+            continue
+        if isinstance(value, list) and value:
+            lines.append(f"{key} ({len(value)}): {_cell(', '.join(map(str, value)), 80)}")
+        elif isinstance(value, dict):
+            scalars = [f"{k} {_fmt(v, 4)}" for k, v in value.items() if v is None or isinstance(v, (int, float, str))]
+            if scalars:
+                lines.append(f"{key}: {_cell(', '.join(scalars), 100)}")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            lines.append(f"{key}: {_fmt(value)}")
+    return lines
 
 
 def _parse_sets(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -49,10 +358,8 @@ def _load(path: str, catalog: str | None):
 def _catalog_files(catalog) -> list[Path]:
     """Every file of a catalog (the one an instance was resolved against, or a generator's): inputs
     of the command too, which no output may overwrite."""
-    folder = getattr(catalog, "directory", None)
-    if folder is None or not Path(folder).is_dir():
-        return []
-    return [f for f in Path(folder).iterdir() if f.is_file()]
+    folders = getattr(catalog, "directories", None) or ()
+    return [f for folder in folders if Path(folder).is_dir() for f in Path(folder).iterdir() if f.is_file()]
 
 
 def _family_for(instance, problem: str | None):
@@ -65,10 +372,16 @@ def _family_for(instance, problem: str | None):
 
 
 def _solve_options(solver: str, time_limit: float, gap: float, threads: int, seed: int, certify: bool = True):
+    import dataclasses
+
     from .solvers import SolveOptions, check_solver
 
     check_solver(solver)
-    return SolveOptions(solver=solver, time_limit=time_limit, gap=gap, threads=threads, seed=seed, certify=certify)
+    extra = {}
+    # the solver's own log under -v, once SolveOptions has a field for it (the back ends decide where it goes)
+    if "log" in {f.name for f in dataclasses.fields(SolveOptions)}:
+        extra["log"] = log.isEnabledFor(logging.DEBUG)
+    return SolveOptions(solver=solver, time_limit=time_limit, gap=gap, threads=threads, seed=seed, certify=certify, **extra)
 
 
 def solver_options(f):
@@ -77,7 +390,8 @@ def solver_options(f):
     f = click.option("--threads", type=int, default=1, show_default=True, help="Solver threads (1 = repeatable runs).")(f)
     f = click.option("--gap", type=float, default=1e-6, show_default=True, help="Relative gap at which 'optimal' may be claimed.")(f)
     f = click.option("--time-limit", type=float, default=60.0, show_default=True, help="Seconds per solve; always enforced.")(f)
-    f = click.option("--solver", default="highs", show_default=True, help="highs, cpsat, or any installed Pyomo solver (cbc, glpk, scip, gurobi).")(f)
+    f = click.option("--solver", type=SOLVER, default="highs", show_default=True,
+                     help="highs, cpsat, scip (pyscipopt), or cbc, glpk, gurobi, cplex when installed (see `mlsched info`).")(f)
     f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Problem option, e.g. --set objective=servers.")(f)
     f = click.option("--certify/--no-certify", default=True, show_default=True,
                      help="Confirm every 'optimal' or 'infeasible' of an exact solve by an independent solver.")(f)
@@ -111,11 +425,13 @@ class _Commands(click.Group):
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_limits_epilog())
 @click.version_option(__version__, prog_name="mlsched")
 @click.option("--catalog", envvar="MLSCHED_CATALOG", default=None, metavar="DIR",
-              help="Workload catalog directory (default: models/ of this repository; env MLSCHED_CATALOG).")
+              help="A workload catalog of your own, laid over the shipped one (entries added, or replaced by name); env MLSCHED_CATALOG.")
 @click.option("--limit", "limit", multiple=True, metavar="NAME=N",
               help="Raise (or lower) a size limit for this run, e.g. --limit servers=100000 (see Limits below).")
+@click.option("-v", "--verbose", count=True, help="Log what is done, step by step, on stderr (and the solver's log where it can).")
+@click.option("-q", "--quiet", is_flag=True, help="Nothing on stderr but warnings and errors (no progress, no notes).")
 @click.pass_context
-def cli(ctx: click.Context, catalog: str | None, limit: tuple[str, ...]) -> None:
+def cli(ctx: click.Context, catalog: str | None, limit: tuple[str, ...], verbose: int, quiet: bool) -> None:
     """Optimization models for scheduling distributed deep-learning jobs on GPU clusters.
 
     \b
@@ -124,9 +440,11 @@ def cli(ctx: click.Context, catalog: str | None, limit: tuple[str, ...]) -> None
       mlsched validate instances/demo.toml           check an instance file
       mlsched compare instances/demo.toml            every method against the optimum
       mlsched solve instances/demo.toml --method exact
+      mlsched completion bash                        shell completion (see its --help)
     """
     from .io.files import limits, set_limits
 
+    _configure_logging(verbose, quiet)
     set_limits(limit)
     limits()  # a malformed $MLSCHED_LIMITS is reported before any work
     ctx.obj = {"catalog": catalog}
@@ -152,43 +470,54 @@ def validate(ctx: click.Context, file: str) -> int:
     return 0
 
 
-@cli.command(epilog=EXAMPLES_SOLVE)
+@cli.command(cls=_SolveCommand, epilog=EXAMPLES_SOLVE)
 @click.argument("file")
-@click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
-@click.option("--method", default="exact", show_default=True, help="exact, or an algorithm of the family (see `mlsched info`).")
+@click.option("--problem", type=PROBLEM, default=None, help="Problem family (default: the instance's `problem`).")
+@click.option("--method", type=METHOD, default="exact", show_default=True, metavar="METHOD", cls=_LazyHelp, help_from=_method_help)
 @solver_options
-@click.option("--samples", type=int, default=None, metavar="M", help="Shorthand for --set samples=M (sampling methods).")
-@click.option("--epsilon", type=float, default=None, metavar="EPS", help="Shorthand for --set epsilon=EPS (covering inflation of LP + rounding).")
-@click.option("--attempts", type=int, default=None, metavar="F", help="Shorthand for --set attempts=F (rounding attempts).")
-@click.option("--model", "model", default=None, metavar="PATH", help="Shorthand for --set model=PATH (a trained policy, method drl).")
 @click.option("--out", "out", default=None, metavar="SOLUTION.json", help="Write the solution file here.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.pass_context
-def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, threads, seed, samples, epsilon, attempts, model, out, as_json) -> int:
+def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, threads, seed, out, as_json, **shorthands) -> int:
     """Solve an instance FILE with one method; the answer is checked independently."""
-    from .checking import check_solution
+    from .problems import check_solution
 
     from .io.files import check_writable
 
+    from .problems import REGISTRY
+
+    started = time.perf_counter()
     inst = _load(file, ctx.obj["catalog"])
+    log.debug("read %s: %d jobs, %d servers (%.3f s)", file, len(inst.jobs), len(inst.servers), time.perf_counter() - started)
     family = _family_for(inst, problem)
     family.method(method)
-    raw = _parse_sets(sets)
-    for name, value, what in (("samples", samples, "a sampling method"), ("epsilon", epsilon, "LP rounding"),
-                              ("attempts", attempts, "LP rounding"), ("model", model, "a learned policy")):
+    raw: dict[str, Any] = _parse_sets(sets)
+    declared = _shorthands(REGISTRY)
+    for key, value in shorthands.items():
         if value is None:
             continue
-        if name not in {o.name for o in family.options}:
-            raise OptionError(f"--{name} applies to families with {what}; {family.name} has none", field=f"--{name}")
-        raw[name] = str(value)
+        flag = next(f for f, owners in declared.items() if f"shorthand_{owners[0][1].name}" == key)
+        mine = [opt for fam, opt in declared[flag] if fam is family]
+        if not mine:
+            have = ", ".join(fam.name for fam, _ in declared[flag])
+            raise OptionError(f"{flag} is an option of {have}; problem {family.name} has none", field=flag)
+        raw[mine[0].name] = mine[0].parse(value, flag)
     options = family.resolve_options(inst, raw)
-    inputs = (file, raw.get("model"), *_catalog_files(inst.catalog))
+    log.debug("problem %s, method %s, options %s", family.name, method, options)
+    # an option naming an existing file (a trained policy) is an input no output may overwrite
+    named = [v for v in raw.values() if isinstance(v, str) and v and Path(v).is_file()]
+    inputs = (file, *named, *_catalog_files(inst.catalog))
     if out:
         check_writable(out, inputs)  # before the solve, which may take long
         if Path(out).suffix.lower() != ".json":  # `check` reads solutions only as .json
             raise OptionError(f"solution files are JSON: {out!r} must end in .json", field="--out")
-    sol = family.run(inst, method, _solve_options(solver, time_limit, gap, threads, seed, certify), options)
+    solve_options = _solve_options(solver, time_limit, gap, threads, seed, certify)
+    log.debug("running %s with %s", method, solve_options)
+    sol = family.run(inst, method, solve_options, options)
+    log.debug("%s: %s in %.3f s", method, sol.report.status, sol.report.wall_s)
     check = check_solution(inst, sol, options) if sol.decision is not None else None
+    if check is not None:
+        log.debug("checker: %s", "feasible" if check.feasible else f"{len(check.violations)} violations")
     write_error = None
     if out:
         try:
@@ -205,14 +534,21 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
         click.echo(json.dumps(doc))
     else:
         click.echo(f"{family.name} / {method} on {inst.name}: {rep.status}")
-        click.echo(f"  objective {rep.objective}   bound {rep.bound}   gap {rep.gap}")
-        click.echo(f"  wall {rep.wall_s:.3f} s (build {rep.build_s:.3f}, solve {rep.solve_s:.3f})   solver {rep.solver} {rep.solver_version}")
+        gap_text = "-" if rep.gap is None else f"{rep.gap:.3g}" if rep.gap else "0"
+        click.echo(f"  objective {_fmt(rep.objective)}   bound {_fmt(rep.bound)}   gap {gap_text}")
+        solver_text = " ".join(str(s) for s in (rep.solver, rep.solver_version) if s)
+        click.echo(f"  wall {rep.wall_s:.3f} s (build {rep.build_s:.3f}, solve {rep.solve_s:.3f})"
+                   + (f"   solver {solver_text}" if solver_text else ""))
         if rep.message:
             click.echo(f"  note: {rep.message}")
         if check is not None:
             click.echo("  check: ok" if check.feasible else f"  check: FAILED ({len(check.violations)} violations)")
         if out:
             click.echo(f"  solution written to {out}")
+        if sol.decision is not None:
+            click.echo("")
+            for line in decision_table(sol.decision, [j.id for j in inst.jobs]):
+                click.echo(f"  {line}")
     if check is not None and not check.feasible:
         for v in check.violations:
             click.echo(f"  violation: {v}", err=True)
@@ -228,7 +564,7 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
 @cli.command()
 @click.argument("file")
 @click.argument("solution")
-@click.option("--problem", default=None, help="Problem family (default: the solution's).")
+@click.option("--problem", type=PROBLEM, default=None, help="Problem family (default: the solution's).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Problem option (default: the instance's options, else the family's defaults; never the solution's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
@@ -245,7 +581,7 @@ def check(ctx, file, solution, problem, sets, as_json) -> int:
       mlsched solve instances/demo.toml --method ffd --out ffd.sol.json
       mlsched check instances/demo.toml ffd.sol.json
     """
-    from .checking import check_solution
+    from .problems import check_solution
     from .io.solution import read_solution
 
     inst = _load(file, ctx.obj["catalog"])
@@ -266,13 +602,17 @@ def check(ctx, file, solution, problem, sets, as_json) -> int:
 
 @cli.command()
 @click.argument("file")
-@click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
+@click.option("--problem", type=PROBLEM, default=None, help="Problem family (default: the instance's `problem`).")
 @click.option("--format", "fmt", type=click.Choice(["mps", "lp"]), default=None, help="Default: from the output's extension.")
 @click.option("-o", "--output", required=True, metavar="PATH", help="Where to write the model.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Problem option.")
 @click.pass_context
 def export(ctx, file, problem, fmt, output, sets) -> int:
-    """Write the exact formulation of FILE as MPS or LP, with readable names.
+    """Write the family's Pyomo model of FILE as MPS or LP, with readable names.
+
+    That model is the exact formulation where the family's exact method solves it; where the exact
+    method is something else (an oracle: an exhaustive search), the model is a surrogate of the
+    problem, and the message says so.
 
     \b
     Example:
@@ -292,7 +632,15 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
     model = family.build_model(inst, options)
     with atomic_path(output, inputs) as tmp:
         export_model(model, tmp, fmt)
-    click.echo(f"wrote {output} ({fmt}, {model.nvariables()} variables, {model.nconstraints()} constraints)")
+    size = f"{model.nvariables()} variables, {model.nconstraints()} constraints"
+    exact = family.methods.get("exact")
+    if exact is not None and exact.kind == "exact":
+        what = "the exact formulation, as --method exact solves it"
+    elif exact is not None:  # the exact answer comes from a search, not from this model: say it is a stand-in
+        what = f"the surrogate model, not the exact problem (--method exact is an {exact.kind}: {exact.summary})"
+    else:
+        what = "the family's model (it has no exact method)"
+    click.echo(f"wrote {output} ({fmt}, {size}): {what}")
     return 0
 
 
@@ -317,7 +665,7 @@ def _instance_output(ctx: click.Context, problem: str, output: str, sizes: dict[
 
 
 @cli.command()
-@click.option("--problem", required=True, help="Problem family.")
+@click.option("--problem", type=PROBLEM, required=True, help="Problem family.")
 @click.option("--jobs", type=click.IntRange(min=1), required=True)
 @click.option("--servers", type=click.IntRange(min=1), required=True)
 @click.option("--slots", type=click.IntRange(min=1), default=None, help="Time slots (slotted problems).")
@@ -350,7 +698,7 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
 
 @cli.command("import")
 @click.argument("source", metavar="SOURCE")
-@click.option("--problem", default=None, help="Problem family to import into (see `mlsched info`); not for gavel.")
+@click.option("--problem", type=PROBLEM, default=None, help="Problem family to import into (see `mlsched info`); not for gavel.")
 @click.option("-o", "--output", required=True, metavar="FILE",
               help="Instance file to write (.toml or .json); for gavel, the catalog directory.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Jobs in the window (default: all of the source's).")
@@ -397,7 +745,7 @@ def import_(ctx, source, problem, output, jobs, servers, slots, seed, data, sets
     inst = from_document(doc, file=output, catalog=catalog)  # an importer bug must not produce an invalid file
     write_document(doc, output, inputs)
     for note in notes:
-        click.echo(f"note: {note}", err=True)
+        log.info("note: %s", note)
     gpus = sum(s.capacity.get("gpu", 0) for s in inst.servers)
     click.echo(f"wrote {output} ({len(inst.jobs):,} jobs, {len(inst.servers):,} servers, {gpus:,g} GPUs)")
     return 0
@@ -405,9 +753,9 @@ def import_(ctx, source, problem, output, jobs, servers, slots, seed, data, sets
 
 @cli.command()
 @click.argument("file")
-@click.option("--problem", default=None, help="Problem family (default: the instance's `problem`).")
-@click.option("--methods", default=None, help="Comma-separated methods (default: all of the family's but oracles).")
-@click.option("--solvers", "solvers", default="highs,cpsat", show_default=True, help="Solvers for the exact method.")
+@click.option("--problem", type=PROBLEM, default=None, help="Problem family (default: the instance's `problem`).")
+@click.option("--methods", type=METHODS, default=None, metavar="METHOD,...", cls=_LazyHelp, help_from=_methods_help)
+@click.option("--solvers", "solvers", type=SOLVERS, default="highs,cpsat", show_default=True, help="Solvers for the exact method.")
 @solver_options
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.pass_context
@@ -430,7 +778,7 @@ def compare(ctx, file, problem, methods, solvers, sets, certify, solver, time_li
     if not methods and not as_json:
         for m in family.methods.values():
             if not m.available:
-                click.echo(f"skipping {m.name}: needs {m.requires} (pip install -e '.[rl]')", err=True)
+                log.info("skipping %s: needs %s (pip install -e '.[rl]')", m.name, m.requires)
     solver_list = [s.strip() for s in solvers.split(",") if s.strip()]
     pairs = []
     for name in names:
@@ -440,14 +788,14 @@ def compare(ctx, file, problem, methods, solvers, sets, certify, solver, time_li
         _solve_options(s, time_limit, gap, threads, seed)
     options = family.resolve_options(inst, _parse_sets(sets))
     base = _solve_options(solver, time_limit, gap, threads, seed, certify)
-    progress = None if as_json else (lambda msg: click.echo(msg, err=True))
+    progress = None if as_json else log.info
     rows = run_compare(inst, family, pairs, options, base, progress=progress)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows]))
     else:
         opts = options
         click.echo(f"{family.name} on {inst.name} ({len(inst.jobs)} jobs, {len(inst.servers)} servers; "
-                   f"{', '.join(f'{k}={v}' for k, v in opts.items())}; sense {family.sense(opts)}; gap {gap:g})")
+                   f"{', '.join(f'{k}={_fmt(v)}' for k, v in opts.items())}; sense {family.sense(opts)}; gap {gap:g})")
         click.echo(format_table(rows))
         click.echo("ratio: how far from the proven optimum (1 = optimal); '<=' when only a bound is proven")
         for r in rows:
@@ -458,7 +806,7 @@ def compare(ctx, file, problem, methods, solvers, sets, certify, solver, time_li
 
 
 @cli.command()
-@click.option("--problem", required=True, help="Problem family with a learned method (harmony).")
+@click.option("--problem", type=PROBLEM, required=True, help="Problem family with a learned method (harmony).")
 @click.option("--episodes", type=click.IntRange(min=1), required=True, help="Reinforcement-learning episodes (one generated trace each).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seeds the traces, the networks and the exploration.")
 @click.option("-o", "--output", required=True, metavar="MODEL", help="Where to write the trained policy (e.g. models/harmony-drl.pt).")
@@ -480,16 +828,18 @@ def train(problem, episodes, seed, output, sets) -> int:
         raise OptionError(f"problem {family.name} has no learned method to train", field="--problem")
     check_writable(output)  # before the training, not after it
     spec = TrainSpec(episodes=episodes, seed=seed, output=output, options=_parse_sets(sets))
-    if sys.stderr.isatty():
+    if not log.isEnabledFor(logging.INFO):  # --quiet
+        path = family.train(spec)
+    elif sys.stderr.isatty():
         with click.progressbar(length=episodes, label=f"training {family.name}", file=sys.stderr,
                                item_show_func=lambda msg: msg) as bar:
             spec.progress = lambda episode, message: bar.update(episode - bar.pos, message)
             path = family.train(spec)
     else:  # a log file gets a line every 5% instead of a bar it cannot show
         every = max(1, episodes // 20)
-        spec.progress = lambda episode, message: (episode % every == 0 or episode == episodes) and click.echo(
-            f"episode {episode}/{episodes}: {message}", err=True)
-        click.echo(f"training {family.name}: reward model, warm-up, then {episodes} episodes", err=True)
+        spec.progress = lambda episode, message: (episode % every == 0 or episode == episodes) and log.info(
+            "episode %d/%d: %s", episode, episodes, message)
+        log.info("training %s: reward model, warm-up, then %d episodes", family.name, episodes)
         path = family.train(spec)
     click.echo(f"wrote {path}")
     return 0
@@ -512,7 +862,8 @@ def info(ctx) -> int:
             click.echo(f"    --method {m.name} ({m.kind}): {m.summary}{g}")
         for o in fam.options:
             kind = " [problem]" if o.problem else ""
-            click.echo(f"    --set {o.name}=<{o.describe()}> (default {o.default}){kind}: {o.help}")
+            short = f" (solve {o.flag})" if o.flag else ""
+            click.echo(f"    --set {o.name}=<{o.describe()}> (default {o.default}){kind}{short}: {o.help}")
         for verb, opts in (("generate", fam.generate_options), ("train", fam.train_options)):
             for o in opts:
                 click.echo(f"    {verb} --set {o.name}=<{o.describe()}> (default {o.default}): {o.help}")
@@ -531,9 +882,33 @@ def info(ctx) -> int:
         click.echo(f"  {name}: {version or 'not installed'}")
     try:
         cat = load_catalog(ctx.obj["catalog"])
-        click.echo(f"workload catalog ({cat.directory}): {', '.join(cat)}")
+        click.echo(f"workload catalog ({' over '.join(str(d) for d in reversed(cat.directories))}): {', '.join(cat)}")
     except UserError as exc:
         click.echo(f"workload catalog: unavailable ({exc.message()})")
+    return 0
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion(shell: str) -> int:
+    """Print the completion script for SHELL: commands, options, and problem, method and solver names.
+
+    \b
+    bash:  eval "$(mlsched completion bash)"       (in ~/.bashrc)
+    zsh:   eval "$(mlsched completion zsh)"        (in ~/.zshrc)
+    fish:  mlsched completion fish > ~/.config/fish/completions/mlsched.fish
+
+    Click's own mechanism underneath: the script calls `_MLSCHED_COMPLETE=bash_complete mlsched`,
+    and `_MLSCHED_COMPLETE=bash_source mlsched` prints the same script.  Completing a problem,
+    method or solver name loads the problem registry (about a second).
+    """
+    from click.shell_completion import get_completion_class
+
+    script = get_completion_class(shell)(cli, {}, "mlsched", "_MLSCHED_COMPLETE").source()
+    click.echo(script)
     return 0
 
 

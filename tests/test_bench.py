@@ -440,7 +440,7 @@ def test_the_harness_stops_a_task_far_past_its_time_limit(monkeypatch):
 
 
 def test_hetero_row_extras_are_the_checked_fairness_measures():
-    from mlsched_opt.checking import check_solution
+    from mlsched_opt.problems import check_solution
     from mlsched_opt.io import load_instance
     from mlsched_opt.problems import get_family
     from mlsched_opt.problems.hetero.methods import bench_extra

@@ -97,3 +97,58 @@ def test_catalog_name_must_match_file(tmp_path):
     (tmp_path / "y.toml").write_text('name = "x"\ntitle = "X"\n')
     with pytest.raises(InstanceError, match="must match the file name"):
         load_catalog(tmp_path)
+
+
+def _user_catalog(tmp_path):
+    """A user catalog: a new workload ``mine`` (bert's figures) and a replacement ``bert`` entry."""
+    from .conftest import ROOT
+
+    user = tmp_path / "mine"
+    user.mkdir()
+    bert = (ROOT / "models" / "bert.toml").read_text()
+    (user / "mine.toml").write_text(bert.replace('name = "bert"', 'name = "mine"', 1))
+    (user / "bert.toml").write_text(re.sub(r'(?m)^title = .*$', 'title = "my BERT"', bert, count=1))
+    return user
+
+
+def test_the_shipped_catalog_is_the_checkouts_models_folder_and_holds_the_policy():
+    from mlsched_opt.io.catalog import catalog_dirs, shipped_catalog_dir
+    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL
+
+    from .conftest import ROOT
+
+    assert shipped_catalog_dir() == ROOT / "models"
+    assert DEFAULT_MODEL == ROOT / "models" / "harmony-drl.pt"
+    assert catalog_dirs(ROOT / "models") == (ROOT / "models",)  # naming the shipped catalog adds no layer
+
+
+def test_a_user_catalog_lies_on_top_of_the_shipped_one(tmp_path, monkeypatch, catalog):
+    user = _user_catalog(tmp_path)
+    mine = load_catalog(user)
+    assert set(mine) == set(catalog) | {"mine"}
+    assert mine["bert"].data["title"] == "my BERT" and catalog["bert"].data["title"] != "my BERT"
+    assert mine["resnet50"] is catalog["resnet50"]
+    assert mine.directory == user.resolve() and mine.directories == (catalog.directory, user.resolve())
+    assert load_catalog(mine.directory) is mine  # what harmony's world cache relies on
+    monkeypatch.setenv("MLSCHED_CATALOG", str(user))
+    assert load_catalog() is mine
+    with pytest.raises(InstanceError, match="unknown model 'minee'") as exc:
+        mine.lookup("minee", None, "jobs[0].model")
+    assert "did you mean mine" in exc.value.message() and str(user.resolve()) in exc.value.message()
+
+
+def test_the_cli_reads_a_user_catalog_from_the_option_and_the_environment(tmp_path, monkeypatch, run):
+    from .conftest import DEMO
+
+    user = _user_catalog(tmp_path)
+    inst = tmp_path / "demo-mine.toml"
+    inst.write_text(DEMO.read_text().replace('model = "bert"', 'model = "mine"', 1))
+    code, _, err = run("validate", inst)
+    assert code == 2 and "unknown model 'mine'" in err
+    code, out, err = run("--catalog", user, "validate", inst)
+    assert code == 0, err
+    monkeypatch.setenv("MLSCHED_CATALOG", str(user))
+    code, out, err = run("validate", inst)
+    assert code == 0, err
+    code, _, err = run("--catalog", tmp_path / "nowhere", "validate", inst)
+    assert code == 2 and "workload catalog directory not found" in err and str(tmp_path / "nowhere") in err

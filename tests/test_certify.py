@@ -14,11 +14,10 @@ import pyomo.environ as pyo
 import pytest
 
 import mlsched_opt.solvers as solvers_pkg
-from mlsched_opt.checking import check_solution
 from mlsched_opt.io import load_instance
-from mlsched_opt.problems import get_family
+from mlsched_opt.problems import check_solution, get_family
 from mlsched_opt.solvers import SolveOptions
-from mlsched_opt.solvers.pyomo_run import Outcome
+from mlsched_opt.solvers.pyomo_run import BackendResult
 
 from .conftest import DEMO
 
@@ -44,9 +43,9 @@ def liar(lying: set[tuple[str, bool]], claim_infeasible: bool = False):
             if (name, options.presolve) not in lying:
                 return outcome
             if claim_infeasible:
-                return Outcome("infeasible", False, None, outcome.version)
+                return BackendResult("infeasible", False, None, outcome.version)
             _zero_everything(model)
-            return Outcome("optimal", True, 0.0, outcome.version)
+            return BackendResult("optimal", True, 0.0, outcome.version)
 
         return run
 
@@ -103,7 +102,7 @@ def test_a_referee_out_of_time_leaves_the_claim_unconfirmed(monkeypatch):
         real = REAL_BACKEND(name)
         if name == "highs":
             return real
-        return lambda model, options: Outcome("limit", False, None, "test")
+        return lambda model, options: BackendResult("limit", False, None, "test")
 
     monkeypatch.setattr(solvers_pkg, "backend_for", backend_for)
     rep = _solve().report
@@ -161,7 +160,7 @@ def test_a_formulation_every_solver_agrees_on_but_the_checker_rejects_is_shown(m
             outcome = real(model, options)
             for v in model.component_data_objects(pyo.Var, active=True):
                 v.set_value(v.ub if v.ub is not None else 1, skip_validation=True)
-            return Outcome("optimal", True, None, outcome.version)
+            return BackendResult("optimal", True, None, outcome.version)
 
         return run_
 

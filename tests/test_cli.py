@@ -181,7 +181,7 @@ def test_outputs_never_overwrite_catalog_files_and_solutions_are_json(run, tmp_p
 
 
 def test_the_api_honours_the_instance_options_table_like_the_cli(tmp_path):
-    from mlsched_opt.checking import check_solution
+    from mlsched_opt.problems import check_solution
     from mlsched_opt.problems import get_family
     from mlsched_opt.solvers import SolveOptions
 
@@ -191,3 +191,154 @@ def test_the_api_honours_the_instance_options_table_like_the_cli(tmp_path):
     sol = get_family("packing").run(inst, "ffd", SolveOptions(), {})
     assert sol.problem_options["objective"] == "servers"
     assert not any(v.rule == "problem-options" for v in check_solution(inst, sol).violations)
+
+
+TOYS = ("demo", "oasis-toy", "smd-toy", "hetero-toy", "locality-toy", "harmony-toy")
+
+
+def test_help_lists_problem_method_and_solver_choices(run):
+    from mlsched_opt.problems import REGISTRY
+    from mlsched_opt.solvers import KNOWN_SOLVERS
+
+    code, out, _ = run("solve", "--help")
+    assert code == 0
+    text = " ".join(re.sub(r"-\n\s+", "-", out).split())  # help wraps lines, also at hyphens
+    assert "[" + "|".join(REGISTRY) + "]" in text
+    assert "[" + "|".join(KNOWN_SOLVERS) + "]" in text
+    for fam in REGISTRY.values():  # methods per family, since which are valid depends on the problem
+        assert f"{fam.name}: {', '.join(m for m in fam.methods if m != 'exact')}" in text, fam.name
+    for command in ("compare", "generate", "export", "check", "import", "train"):
+        code, out, _ = run(command, "--help")
+        assert code == 0 and "|".join(REGISTRY) in " ".join(out.split()), command
+    code, out, _ = run("compare", "--help")
+    assert "|".join(KNOWN_SOLVERS) in " ".join(out.split())
+
+
+def test_choices_refuse_with_the_option_named(run):
+    code, _, err = run("compare", DEMO, "--solvers", "highs,nosuch")
+    assert code == 2 and "--solvers: unknown solver 'nosuch'" in err
+    code, _, err = run("generate", "--problem", "tsp", "--jobs", 2, "--servers", 1, "--seed", 0, "-o", "x.toml")
+    assert code == 2 and "--problem: unknown problem 'tsp'" in err
+    # a method of another family is refused by the instance's family, naming its methods
+    code, _, err = run("solve", DEMO, "--method", "oasis")
+    assert code == 2 and "--method: unknown method 'oasis' for problem packing; choose from exact, ffd" in err
+
+
+def test_completion_scripts_and_names(run, monkeypatch):
+    for shell in ("bash", "zsh", "fish"):
+        code, out, _ = run("completion", shell)
+        assert code == 0 and "_MLSCHED_COMPLETE" in out, shell
+    code, _, err = run("completion", "tcsh")
+    assert code == 2 and "tcsh" in err
+
+    def complete(words: str) -> list[str]:
+        monkeypatch.setenv("_MLSCHED_COMPLETE", "bash_complete")
+        monkeypatch.setenv("COMP_WORDS", words)
+        monkeypatch.setenv("COMP_CWORD", str(len(words.split()) - (0 if words.endswith(" ") else 1)))
+        try:
+            code, out, _ = run()
+        finally:
+            monkeypatch.delenv("_MLSCHED_COMPLETE")
+        assert code == 0
+        return [line.split(",", 1)[1] for line in out.splitlines()]
+
+    assert complete("mlsched solve x --problem lo") == ["locality"]
+    assert complete("mlsched solve x --problem locality --method g") == ["greedy-rr", "greedy-ilp"]
+    assert "cpsat" in complete("mlsched solve x --solver ")
+    assert complete("mlsched compare x --solvers highs,cps") == ["highs,cpsat"]
+    assert "completion" in complete("mlsched comp")
+
+
+def test_solve_prints_the_decision_as_a_table(run):
+    code, out, _ = run("solve", DEMO, "--method", "ffd")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1].split() == ["objective", "36", "bound", "-", "gap", "-"]
+    header = next(i for i, line in enumerate(lines) if line.split() == ["job", "workers", "ps"])
+    assert re.fullmatch(r"\s+bert-squad\s+v100/0:1 v100/1:3\s+-", lines[header + 2])
+    assert re.search(r"not admitted \(4\): .*vgg16-imagenet", out)
+    code, out, _ = run("solve", ROOT / "instances" / "oasis-toy.toml", "--method", "oasis")
+    assert code == 0
+    assert re.search(r"job\s+workers\s+ps\s+slots\s+completion", out)
+    assert re.search(r"\n\s+1\s+worker:2\s+ps:1\s+0-1\s+1\s", out)  # job 1 runs in slots 0 and 1, done in slot 1
+
+
+def test_decision_table_is_truncated_and_takes_any_shape():
+    from mlsched_opt.cli import decision_table
+
+    jobs = [f"j{i}" for i in range(30)]
+    lines = decision_table({"placement": {j: {"workers": {"s": 1}} for j in jobs}}, jobs)
+    assert len(lines) == 2 + 20 + 1 and lines[-1].startswith("... 10 more jobs")
+    lines = decision_table({"admitted": ["a"], "extra": {"allocation": {"a": {"workers": 2, "ps": 1}}, "rejected": ["b"]}}, ["a", "b"])
+    assert lines[2].split() == ["a", "2", "1"] and "rejected (1): b" in lines
+    assert decision_table(None, jobs) == ["decision: none"]
+
+
+def test_no_python_none_in_text_output(run):
+    for name in TOYS:
+        inst = ROOT / "instances" / f"{name}.toml"
+        fam = load_instance(inst).default_problem
+        from mlsched_opt.problems import get_family
+
+        algorithm = next(m for m, meth in get_family(fam).methods.items() if meth.kind not in ("exact", "oracle") and meth.available)
+        for method in ("exact", algorithm):
+            code, out, err = run("solve", inst, "--method", method, "--time-limit", "2")
+            assert "None" not in out + err and "Traceback" not in err, (name, method, out, err)
+    for name in ("demo", "oasis-toy", "harmony-toy"):
+        code, out, err = run("compare", ROOT / "instances" / f"{name}.toml", "--time-limit", "2", "--solvers", "highs")
+        assert "None" not in out + err and "Traceback" not in err, (name, out, err)
+
+
+def test_verbose_logs_and_quiet_silences(run):
+    code, out, err = run("-v", "solve", DEMO, "--method", "ffd")
+    assert code == 0 and re.search(r"^debug: mlsched_opt\.cli: read .*demo\.toml: 12 jobs", err, re.M), err
+    code, out, err = run("--quiet", "compare", DEMO, "--methods", "ffd", "--solvers", "highs")
+    assert code == 0 and err == "" and "ffd" in out
+    code, out, err = run("compare", DEMO, "--methods", "ffd", "--solvers", "highs")
+    assert code == 0 and "running ffd" in err  # the default keeps the progress
+    code, _, err = run("-v", "--quiet", "validate", DEMO)
+    assert code == 2 and "--quiet" in err
+
+
+def test_export_says_what_it_writes(run, tmp_path):
+    code, out, _ = run("export", ROOT / "instances" / "harmony-toy.toml", "-o", tmp_path / "h.lp")
+    assert code == 0 and "surrogate" in out and "exact formulation" not in out
+    code, out, _ = run("export", DEMO, "-o", tmp_path / "d.lp")
+    assert code == 0 and "the exact formulation" in out
+
+
+def test_shorthand_flags_come_from_the_declarations(run):
+    import click
+
+    from mlsched_opt import cli
+    from mlsched_opt.problems import REGISTRY, Option
+    from mlsched_opt.problems.base import Family
+
+    declared = {o.flag for fam in REGISTRY.values() for o in fam.options if o.flag}
+    assert declared >= {"--samples", "--epsilon", "--attempts", "--model"}
+    with click.Context(cli.solve) as ctx:
+        flags = {opt for p in cli.solve.get_params(ctx) for opt in p.opts}
+    assert declared <= flags
+    source = (ROOT / "mlsched_opt" / "cli.py").read_text()
+    assert not any(f'"{flag}"' in source for flag in declared)  # no hard-coded family option
+    # a family declaring a new flag gets a solve option, with its help and domain
+    fake = Family(**{**{f: getattr(REGISTRY["packing"], f) for f in ("name", "summary", "build_model", "decision_from_model",
+                                                                        "check", "sense", "generate")},
+                     "name": "fake", "options": (Option("knob", 3, None, "how hard to try", minimum=1, maximum=9, flag="--knob"),)})
+    (opt,) = cli._shorthand_options({"fake": fake})
+    assert opt.opts == ["--knob"] and "how hard to try" in opt.help and "1 <= int <= 9" in opt.help
+    # a shorthand the instance's family does not declare, or out of its range, is refused naming the flag
+    code, _, err = run("solve", DEMO, "--samples", "3")
+    assert code == 2 and "--samples is an option of hetero; problem packing has none" in err
+    code, _, err = run("solve", ROOT / "instances" / "locality-toy.toml", "--method", "greedy-rr", "--attempts", "0")
+    assert code == 2 and "--attempts: attempts must be >= 1" in err
+
+
+def test_verbose_streams_each_solvers_log_to_stderr_only(run):
+    banners = {"highs": "HiGHS", "cpsat": "CP-SAT", "scip": "presolving"}
+    for solver, banner in banners.items():
+        code, out, err = run("-v", "solve", DEMO, "--solver", solver, "--no-certify", "--json")
+        assert code == 0 and json.loads(out)["status"] == "optimal", (solver, out)  # stdout: the answer only
+        assert banner in err, (solver, err[-500:])
+    code, out, err = run("solve", DEMO, "--solver", "highs", "--no-certify", "--json")
+    assert code == 0 and "HiGHS" not in err  # without -v, no solver log

@@ -34,12 +34,11 @@ from typing import Any, Mapping
 import pytest
 
 from mlsched_opt.bench.compare import approximation_ratio
-from mlsched_opt.checking import check_solution
 from mlsched_opt.errors import InstanceError, OptionError
 from mlsched_opt.io import from_document, load_catalog, load_instance, write_document
 from mlsched_opt.io.instance import Instance
 from mlsched_opt.io.solution import Solution, read_solution
-from mlsched_opt.problems import REGISTRY, GenerateSpec, Option
+from mlsched_opt.problems import REGISTRY, GenerateSpec, Option, check_solution
 from mlsched_opt.problems.base import parse_values
 from mlsched_opt.solvers import STATUSES, SolveOptions
 
@@ -456,3 +455,39 @@ def test_a_solution_cannot_restate_the_problem(family):
     sol.problem_options = {**sol.problem_options, opt.name: other}
     result = check_solution(inst, sol)
     assert any(v.rule == "problem-options" for v in result.violations), [str(v) for v in result.violations]
+
+
+# --- one family contract: the same files for the same roles ---------------------------------------
+
+ROLES = ("view", "formulation", "methods", "baselines", "check", "generate", "trace")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_has_the_same_modules_for_the_same_roles(family):
+    import importlib
+
+    from mlsched_opt.problems import MethodKind
+
+    package = f"mlsched_opt.problems.{family}"
+    for role in ROLES:
+        importlib.import_module(f"{package}.{role}")
+    formulation = importlib.import_module(f"{package}.formulation")
+    fam = REGISTRY[family]
+    assert fam.build_model is formulation.build_model and fam.decision_from_model is formulation.decision_from_model
+    assert fam.check is importlib.import_module(f"{package}.check").check
+    assert all(isinstance(m.kind, MethodKind) for m in fam.methods.values())
+
+
+@pytest.mark.parametrize("module, below", [
+    ("mlsched_opt.io", ("mlsched_opt.solvers", "mlsched_opt.checking", "mlsched_opt.problems")),
+    ("mlsched_opt.checking", ("mlsched_opt.solvers", "mlsched_opt.problems")),
+    ("mlsched_opt.solvers", ("mlsched_opt.checking", "mlsched_opt.problems")),
+])
+def test_layers_import_only_downwards(module, below):
+    """io < checking, solvers < problems: a layer never imports one above it (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith({below!r})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out

@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document, load_catalog, load_instance, read_document
-from mlsched_opt.problems import REGISTRY, GenerateSpec
+from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution
 from mlsched_opt.problems.hetero.configs import JctTable, all_vectors
 from mlsched_opt.problems.hetero.market import allocate, clear_market
 from mlsched_opt.problems.hetero.oracles import brute_force, variant_a
@@ -497,6 +496,7 @@ ALL_METHODS = tuple(FAMILY.methods)
 FAST = SolveOptions(gap=0.0, time_limit=20)
 
 
+@pytest.mark.slow  # 25 examples x every method, about 20 s
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_every_method_answers_plain_json_and_respects_every_rule_or_fails(seed):

@@ -10,10 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document, load_instance, read_document
 from mlsched_opt.io.solution import read_solution
-from mlsched_opt.problems import REGISTRY, GenerateSpec
+from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution
 from mlsched_opt.problems.oasis.formulation import single_job_model
 from mlsched_opt.problems.oasis.generate import generate
 from mlsched_opt.problems.oasis.online import Oasis, simulate

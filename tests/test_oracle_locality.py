@@ -30,17 +30,17 @@ import math
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from mlsched_opt.checking import check_solution
 from mlsched_opt.errors import UserError
 from mlsched_opt.io import from_document, read_document
 from mlsched_opt.io.solution import Solution
-from mlsched_opt.problems import REGISTRY, GenerateSpec
+from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution
 from mlsched_opt.solvers import SolveOptions
+from mlsched_opt.tolerances import CHECK_TOL
 
 from .conftest import ROOT
 
 FAMILY = REGISTRY["locality"]
-TOL = 1e-6  # the checker's tolerance on "work reaches V"
+TOL = CHECK_TOL  # the checker's tolerance on "work reaches V"
 
 
 def rates(inst, job) -> tuple[float, float]:

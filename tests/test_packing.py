@@ -8,9 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlsched_opt.bench import approximation_ratio
-from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document, load_instance
-from mlsched_opt.problems import GenerateSpec, get_family
+from mlsched_opt.problems import GenerateSpec, check_solution, get_family
 from mlsched_opt.solvers import SolveOptions
 
 from .conftest import DEMO
@@ -191,7 +190,7 @@ def test_ffd_work_does_not_grow_with_the_task_count(count, monkeypatch):
 def test_bulk_first_fit_equals_task_by_task_first_fit(catalog):
     """The server-at-a-time placement is the task-by-task first fit it replaces (same placement on generated instances)."""
     import numpy as np
-    from mlsched_opt.problems.packing.ffd import _place_job
+    from mlsched_opt.problems.packing.methods import _place_job
     from mlsched_opt.problems.packing.view import packing_view
     for seed in range(15):
         inst = from_document(FAMILY.generate(GenerateSpec(jobs=8, servers=3, seed=seed), catalog), catalog=catalog)

@@ -8,10 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from mlsched_opt.checking import check_solution
 from mlsched_opt.io import from_document, load_catalog, load_instance
 from mlsched_opt.io.instance import Utility
-from mlsched_opt.problems import GenerateSpec, get_family
+from mlsched_opt.problems import GenerateSpec, check_solution, get_family
 from mlsched_opt.problems.smd import layered
 from mlsched_opt.problems.smd.baselines import esw, optimus
 from mlsched_opt.problems.smd.inner import algorithm1, algorithm2, best_integer, rounding_law, scale_factor

@@ -6,9 +6,12 @@ heavy imports are made inside the function.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
+
+logger = logging.getLogger(__name__)
 
 EXAMPLES = """
 \b
@@ -93,8 +96,8 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
 
     n_workers = None if scheduler else (workers or os.cpu_count() or 1)
     where = f"{executor}" + (f" at {scheduler}" if scheduler else f", {n_workers} workers")
-    click.echo(f"bench {suite.name}: {len(todo)} tasks, {len(done)} already in {results}, running {len(pending)} ({where})",
-               err=True)
+    logger.info("bench %s: %d tasks, %d already in %s, running %d (%s)", suite.name, len(todo), len(done), results,
+                len(pending), where)
     new_rows: list[dict] = []
     writer = ResultsWriter(results, keep=[r for r in existing if r["key"] in current])
     log = folder / "errors.log"
@@ -121,7 +124,7 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
     result = finish(folder, suite, rows, meta)
     click.echo(_summary_table([s for s in result["summary"] if s["setting"] == "all"] or result["summary"]))
     for note in result["notes"]:
-        click.echo(f"note: {note}", err=True)
+        logger.info("note: %s", note)
     click.echo(f"wrote {folder}/results.csv, summary.csv, report.md ({len(rows)} rows, {elapsed:.1f} s)")
     attention = [r for r in rows if r["status"] in ("error", "disputed") or r["check"] == "failed"]
     if attention:

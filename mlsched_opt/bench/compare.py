@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..checking import CheckResult, check_solution
+from ..checking import CheckResult, check_for_family
 from ..io.instance import Instance
 from ..io.solution import Solution
 from ..solvers import SolveOptions, SolveReport
@@ -64,7 +64,7 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
         if progress:
             progress(f"running {label} ...")
         sol: Solution = family.run(instance, method, SolveOptions(**{**solve_options.to_dict(), "solver": solver}), opts)
-        check = check_solution(instance, sol, opts) if sol.decision is not None else None
+        check = check_for_family(family, instance, sol, opts) if sol.decision is not None else None
         rows.append(Row(label, method, sol.report, check))
     _dispute_beaten_optima(rows, family.sense(opts), solve_options.gap)
     if lp_bound and family.bounded:

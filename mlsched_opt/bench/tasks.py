@@ -273,7 +273,7 @@ def _limits(wanted: tuple[str, ...]) -> Iterator[None]:
 
 
 def _solve(task: Task, row: dict[str, Any]) -> None:
-    from ..checking import check_solution
+    from ..checking import check_for_family
     from ..io import load_catalog
     from ..problems import get_family
     from ..problems.base import timings
@@ -300,7 +300,7 @@ def _solve(task: Task, row: dict[str, Any]) -> None:
     if sol.decision is None:
         row["check"] = "none"
     else:
-        check = check_solution(inst, sol, opts)
+        check = check_for_family(family, inst, sol, opts)
         row["violations"] = len(check.violations)
         if check.feasible:
             row["check"] = "ok"

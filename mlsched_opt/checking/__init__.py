@@ -1,16 +1,38 @@
-"""The independent checker: ``check_solution(instance, solution)``."""
+"""The independent checker: :func:`check_for_family` judges a solution with the family passed in.
+
+This package never imports :mod:`mlsched_opt.problems`: the caller hands it the family (anything
+with the :class:`CheckedFamily` attributes), so the checker stays below the families it judges.
+``mlsched_opt.problems.check_solution(instance, solution, options)`` looks the family up by the
+solution's ``problem`` and calls :func:`check_for_family`.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from ..io.instance import Instance
 from ..io.solution import Solution
 from .core import CheckResult, Usage, Violation, compare_objective, read_counts, run_check, unknown_jobs
 
 
-def check_solution(instance: Instance, solution: Solution, options: Mapping[str, Any] | None = None) -> CheckResult:
-    """Recompute feasibility and objective of ``solution.decision`` for ``instance``.
+class CheckedFamily(Protocol):
+    """What the checker needs of a problem family (:class:`mlsched_opt.problems.Family` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def check(self) -> Callable[[Instance, Any, Mapping[str, Any], CheckResult], None]: ...
+
+    def resolve_options(self, instance: Instance, raw: Mapping[str, Any] | None = None,
+                        source: str = "--set") -> dict[str, Any]: ...
+
+    def problem_option_mismatches(self, stated: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]: ...
+
+
+def check_for_family(family: CheckedFamily, instance: Instance, solution: Solution,
+                     options: Mapping[str, Any] | None = None) -> CheckResult:
+    """Recompute feasibility and objective of ``solution.decision`` for ``instance`` under ``family``.
 
     The problem is the instance's, with its ``options`` overridden by ``options`` (the command
     line's ``--set``; raw or parsed values): never the options a solution records, which are a
@@ -18,13 +40,10 @@ def check_solution(instance: Instance, solution: Solution, options: Mapping[str,
     ``problem-options`` rule.  The report's objective is the only other claim compared; status,
     bound and gap are the solver's word and are not verifiable from a decision.
     """
-    from ..problems import get_family
-
     result = CheckResult()
     if solution.instance_sha256 != instance.sha256:
         result.add("instance", "sha256", "the solution was made for a different instance (hash differs)")
         return result
-    family = get_family(solution.problem)
     if solution.decision is None:
         if solution.report.has_solution:
             result.add("decision", "decision", f"status {solution.report.status} but no decision given")
@@ -40,4 +59,5 @@ def check_solution(instance: Instance, solution: Solution, options: Mapping[str,
     return result
 
 
-__all__ = ["CheckResult", "Usage", "Violation", "check_solution", "compare_objective", "read_counts", "unknown_jobs"]
+__all__ = ["CheckResult", "CheckedFamily", "Usage", "Violation", "check_for_family", "compare_objective", "read_counts",
+           "unknown_jobs"]

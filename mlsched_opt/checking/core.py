@@ -13,9 +13,7 @@ import numpy as np
 
 from ..io.instance import Instance, Job
 from ..io.schema import MAX_NUMBER
-
-#: Relative tolerance for capacities and for the stated objective.
-TOL = 1e-6
+from ..tolerances import CHECK_TOL
 #: A task count beyond this is no count (and would overflow float arithmetic): the one numeric
 #: bound of the input files.
 MAX_COUNT = MAX_NUMBER
@@ -107,7 +105,7 @@ class Usage:
     def check(self, result: CheckResult, label: str = "") -> None:
         """Add a ``capacity`` violation for every (server, resource) over its capacity."""
         cap = self.instance.capacity_matrix(self.resources)
-        over = self.amount > cap + TOL * np.maximum(1.0, cap)
+        over = self.amount > cap + CHECK_TOL * np.maximum(1.0, cap)
         for s, r in zip(*np.nonzero(over)):
             server = self.instance.servers[s].name
             where = f"{label}{server}, {self.resources[r]}"
@@ -195,7 +193,7 @@ def admitted_jobs(result: CheckResult, instance: Instance, decision: Mapping[str
     return set(admitted)
 
 
-def compare_objective(result: CheckResult, claimed: float | None, tol: float = TOL) -> None:
+def compare_objective(result: CheckResult, claimed: float | None, tol: float = CHECK_TOL) -> None:
     """Record ``claimed`` and flag it when it differs from the recomputed objective."""
     result.claimed = claimed
     if result.objective is None:

@@ -4,6 +4,15 @@ Instances name a workload (``jobs[i].model``) instead of repeating its figures; 
 replace catalog fields with ``jobs[i].overrides``.  Each entry is validated against
 ``workload.schema.json`` when the catalog is loaded, so a typo in a catalog file is caught as
 early as one in an instance.
+
+Where the catalog comes from:
+
+- the *shipped* catalog (:func:`shipped_catalog_dir`): the repository's ``models/`` when
+  mlsched_opt runs from a source checkout (editable install, ``PYTHONPATH``), else the copy
+  installed with the package as package data (``mlsched_opt/models`` in the wheel);
+- a *user* catalog (``--catalog DIR`` / ``$MLSCHED_CATALOG``) lies on top of it: its entries
+  are added to the shipped ones, and an entry with a shipped name replaces that entry whole
+  (field-level changes belong in ``jobs[i].overrides``).
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import difflib
 import os
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -22,12 +32,41 @@ from .schema import SchemaViolation, join, load_schema, validate
 ENV_VAR = "MLSCHED_CATALOG"
 
 
+def shipped_catalog_dir() -> Path:
+    """The catalog that comes with mlsched-opt (the trained harmony policy sits in it too): the
+    checkout's ``models/`` when running from a source checkout, else the installed package data."""
+    return _shipped_dir()
+
+
+@cache
+def _shipped_dir() -> Path:
+    root = Path(__file__).resolve().parents[2]
+    try:  # a checkout: models/ beside this project's pyproject.toml (not any folder called models)
+        if (root / "models").is_dir() and 'name = "mlsched-opt"' in (root / "pyproject.toml").read_text(encoding="utf-8"):
+            return root / "models"
+    except OSError:
+        pass
+    # an installed wheel: models/ is mapped into the package at build time (pyproject.toml)
+    return Path(str(resources.files("mlsched_opt").joinpath("models")))
+
+
 def default_catalog_dir() -> Path:
-    """``$MLSCHED_CATALOG`` if set, else ``models/`` beside the package (the repository's catalog)."""
+    """``$MLSCHED_CATALOG`` if set, else the shipped catalog (:func:`shipped_catalog_dir`)."""
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "models"
+    return shipped_catalog_dir()
+
+
+def catalog_dirs(directory: str | Path | None = None) -> tuple[Path, ...]:
+    """The catalog's layers, bottom first: the shipped catalog, then ``directory`` (default
+    ``$MLSCHED_CATALOG``) when one is given and is not the shipped catalog itself."""
+    base = shipped_catalog_dir().resolve()
+    top = directory or os.environ.get(ENV_VAR)
+    if not top:
+        return (base,)
+    top_dir = Path(top).resolve()
+    return (base,) if top_dir == base else (base, top_dir)
 
 
 @dataclass(frozen=True)
@@ -66,11 +105,17 @@ def _validate(doc: dict[str, Any], file: str | None, prefix: str = "") -> None:
 
 
 class Catalog(Mapping[str, Workload]):
-    """Workloads by name, read from a directory of ``*.toml`` / ``*.json`` files."""
+    """Workloads by name, read from directories of ``*.toml`` / ``*.json`` files (the layers,
+    bottom first; an entry of a higher layer replaces one of the same name below it).
 
-    def __init__(self, workloads: dict[str, Workload], directory: Path):
+    ``directory`` is the top layer: the user catalog when there is one, else the shipped one;
+    ``load_catalog(catalog.directory)`` loads the same catalog again.
+    """
+
+    def __init__(self, workloads: dict[str, Workload], directory: Path, directories: tuple[Path, ...] = ()):
         self._workloads = workloads
         self.directory = directory
+        self.directories = directories or (directory,)
 
     def __getitem__(self, name: str) -> Workload:
         return self._workloads[name]
@@ -87,11 +132,21 @@ class Catalog(Mapping[str, Workload]):
             return self._workloads[name]
         close = difflib.get_close_matches(name, list(self._workloads), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(self)}"
-        raise InstanceError(f"unknown model {name!r} (catalog {self.directory}){hint}", file, path)
+        where = " over ".join(str(d) for d in reversed(self.directories))
+        raise InstanceError(f"unknown model {name!r} (catalog {where}){hint}", file, path)
 
 
 @cache
-def _load_cached(directory: str) -> Catalog:
+def _load_layers(directories: tuple[str, ...]) -> Catalog:
+    workloads: dict[str, Workload] = {}
+    for directory in directories:
+        workloads.update(_load_directory(directory))
+    paths = tuple(Path(d) for d in directories)
+    return Catalog(workloads, paths[-1], paths)
+
+
+@cache
+def _load_directory(directory: str) -> dict[str, Workload]:
     root = Path(directory)
     if not root.is_dir():
         raise InstanceError(f"workload catalog directory not found (set ${ENV_VAR} or pass --catalog)", directory)
@@ -104,9 +159,10 @@ def _load_cached(directory: str) -> Catalog:
         if doc["name"] != path.stem:
             raise InstanceError(f"name {doc['name']!r} must match the file name {path.stem!r}", str(path), "name")
         workloads[doc["name"]] = Workload(doc["name"], doc)
-    return Catalog(workloads, root)
+    return workloads
 
 
 def load_catalog(directory: str | Path | None = None) -> Catalog:
-    """Load (once per directory and process) the catalog in ``directory`` or the default one."""
-    return _load_cached(str(Path(directory or default_catalog_dir()).resolve()))
+    """Load (once per directory and process) the shipped catalog with ``directory`` (default
+    ``$MLSCHED_CATALOG``, if set) on top of it; see :func:`catalog_dirs`."""
+    return _load_layers(tuple(str(d) for d in catalog_dirs(directory)))

@@ -102,7 +102,11 @@ class Utility:
 
 @dataclass(frozen=True)
 class Server:
-    """One server (a group with ``count = n`` expands to ``n`` servers)."""
+    """One server (a group with ``count = n`` expands to ``n`` servers).
+
+    ``field_path`` is where its group sits in the instance file (``cluster.servers[3]``), so that an
+    error about the server names the field to fix without going back to the raw document.
+    """
 
     index: int
     name: str
@@ -111,6 +115,7 @@ class Server:
     gpu_model: str | None
     rack: str | None
     capacity: Mapping[str, float]
+    field_path: str
 
     def hosts(self, task: str) -> bool:
         """Whether this server may host a ``"worker"`` or a ``"ps"``."""
@@ -309,7 +314,7 @@ def _unique(names: list[str], where: str, key: str, file: str | None) -> None:
 def _servers(groups: list[dict[str, Any]], file: str | None) -> tuple[Server, ...]:
     _unique([g["name"] for g in groups], "cluster.servers", "name", file)
     out: list[Server] = []
-    for g in groups:
+    for g_index, g in enumerate(groups):
         count = g.get("count", 1)
         for k in range(count):
             out.append(Server(
@@ -320,6 +325,7 @@ def _servers(groups: list[dict[str, Any]], file: str | None) -> tuple[Server, ..
                 gpu_model=g.get("gpu_model"),
                 rack=g.get("rack"),
                 capacity=resource_vector(g["capacity"]),
+                field_path=f"cluster.servers[{g_index}]",
             ))
     names = [s.name for s in out]
     if len(set(names)) != len(names):

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import InstanceError
-from ..solvers.report import SolveReport
+from ..report import SolveReport
 from .files import dump_json, read_document, write_atomic
 from .instance import Instance
 from .schema import SchemaViolation, load_schema, validate

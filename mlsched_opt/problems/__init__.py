@@ -8,8 +8,13 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from typing import Any, Mapping
+
+from ..checking import CheckResult, check_for_family
 from ..errors import OptionError
-from .base import Decision, Family, GenerateSpec, Method, MethodResult, Option, TraceImport, heuristic_report
+from ..io.instance import Instance
+from ..io.solution import Solution
+from .base import Decision, Family, GenerateSpec, Method, MethodKind, MethodResult, Option, TraceImport, heuristic_report
 
 _FAMILY_MODULES = ("packing", "smd", "oasis", "hetero", "locality", "harmony")
 
@@ -26,4 +31,11 @@ def get_family(name: str) -> Family:
     return REGISTRY[name]
 
 
-__all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodResult", "Option", "TraceImport", "get_family", "heuristic_report"]
+def check_solution(instance: Instance, solution: Solution, options: Mapping[str, Any] | None = None) -> CheckResult:
+    """The independent checker's verdict on ``solution`` for ``instance`` (see
+    :func:`mlsched_opt.checking.check_for_family`), the family found by the solution's ``problem``."""
+    return check_for_family(get_family(solution.problem), instance, solution, options)
+
+
+__all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodKind", "MethodResult", "Option", "TraceImport", "check_solution",
+           "get_family", "heuristic_report"]

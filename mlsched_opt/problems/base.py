@@ -13,6 +13,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -25,6 +26,7 @@ from ..io.schema import MAX_NUMBER
 from ..io.solution import Solution
 from ..solvers import SolveOptions, SolveReport, relaxation, solve
 from ..solvers.certify import certify
+from ..tolerances import SAME_VALUE_TOL
 
 Decision = dict[str, Any]
 
@@ -47,6 +49,7 @@ class Option:
     minimum: float | None = None
     maximum: float | None = None
     problem: bool = False
+    flag: str | None = None
 
     def parse(self, raw: Any, source: str) -> Any:
         value = raw
@@ -97,6 +100,25 @@ class Option:
         return f"{lo}{kind}{hi}"
 
 
+class MethodKind(StrEnum):
+    """What a method is, which decides what it may claim and where it runs.
+
+    A :class:`~enum.StrEnum`: a kind equals, formats and serializes as its value (``"exact"``), so
+    comparisons with strings and JSON output read as before.
+    """
+
+    #: a solver on the exact formulation, with a proof (optimal, infeasible)
+    EXACT = "exact"
+    #: exact by exhaustive enumeration, for tiny instances; not run by default in comparisons
+    ORACLE = "oracle"
+    #: an offline algorithm: a feasible decision, nothing proven about the optimum
+    HEURISTIC = "heuristic"
+    #: an online algorithm: decides as jobs arrive, without knowing later arrivals
+    ONLINE = "online"
+    #: a method the literature compares against (offline or online); no guarantee
+    BASELINE = "baseline"
+
+
 @dataclass(frozen=True)
 class MethodResult:
     report: SolveReport
@@ -105,8 +127,9 @@ class MethodResult:
 
 @dataclass(frozen=True)
 class Method:
-    """A way to solve the problem: ``exact`` (a solver with a proof), ``oracle`` (exact by
-    exhaustive enumeration, for tiny instances; not run by default in comparisons) or an algorithm.
+    """A way to solve the problem, of a :class:`MethodKind`: ``exact`` (a solver with a proof),
+    ``oracle`` (exact by exhaustive enumeration, for tiny instances; not run by default in
+    comparisons) or an algorithm (``heuristic``, ``online``, ``baseline``).
 
     ``run(instance, problem_options, solve_options)`` returns a :class:`MethodResult`.
     ``guarantee`` states what is proven about the answer (empty for exact methods); ``requires``
@@ -114,7 +137,7 @@ class Method:
     """
 
     name: str
-    kind: str
+    kind: MethodKind
     run: Callable[[Instance, Mapping[str, Any], SolveOptions], MethodResult]
     summary: str
     guarantee: str = ""
@@ -221,7 +244,7 @@ class Family:
 
     def __post_init__(self) -> None:
         # a family whose exact method is not its Pyomo model (exhaustive search) lists its own "exact"
-        exact = Method("exact", "exact", self._run_exact, "the exact formulation, solved to proven optimality (--solver, --gap)")
+        exact = Method("exact", MethodKind.EXACT, self._run_exact, "the exact formulation, solved to proven optimality (--solver, --gap)")
         object.__setattr__(self, "methods", {m.name: m for m in (exact, *self.algorithms)})
 
     def method(self, name: str) -> Method:
@@ -234,7 +257,13 @@ class Family:
 
     def resolve_options(self, instance: Instance, raw: Mapping[str, Any] | None = None, source: str = "--set") -> dict[str, Any]:
         """The problem options of a run: the instance's ``options`` (when the instance is of this
-        family), overridden by ``raw`` (the command line), then parsed with their domains."""
+        family), overridden by ``raw`` (the command line), then parsed with their domains.
+
+        Returns :class:`ProblemOptions`; given those of this family and instance back, it returns
+        them as they are (parsing again would give the same values), so a solve parses once
+        although the method run and the checker both resolve what they are handed."""
+        if isinstance(raw, ProblemOptions) and raw.family == self.name and raw.instance_sha256 == instance.sha256:
+            return raw
         merged: dict[str, Any] = {}
         if instance.options and instance.default_problem in (None, self.name):
             known = {o.name: o for o in self.options}
@@ -249,7 +278,7 @@ class Family:
                     raise InstanceError(exc.reason, instance.file, where) from None
                 merged[key] = value
         merged.update(raw or {})
-        return self.parse_options(merged, source)
+        return ProblemOptions(self.parse_options(merged, source), self.name, instance.sha256)
 
     def problem_option_mismatches(self, stated: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]:
         """Problem-defining options whose value in ``stated`` (e.g. a solution file) differs from ``options``."""
@@ -280,7 +309,8 @@ class Family:
         decision = self.decision_from_model(instance, options, model) if report.has_solution else None
         if decision is not None and self.rescore is not None and report.objective is not None:
             value = self.rescore(instance, options, decision)
-            better = value < report.objective - 1e-9 if report.sense == "min" else value > report.objective + 1e-9
+            better = (value < report.objective - SAME_VALUE_TOL if report.sense == "min"
+                      else value > report.objective + SAME_VALUE_TOL)
             if better:
                 note = f"the incumbent's schedule is worth {value:g}, better than its objective variables say ({report.objective:g})"
                 report = dataclasses.replace(report, objective=value, message="; ".join(filter(None, [report.message, note])))
@@ -322,6 +352,25 @@ class Family:
         opts = self.resolve_options(instance, options or {})
         result = self.method(method).run(instance, opts, solve_options)
         return Solution.for_instance(instance, self.name, method, result.report, result.decision, opts)
+
+
+class ProblemOptions(dict[str, Any]):
+    """A family's problem options resolved for one instance (:meth:`Family.resolve_options`),
+    read-only so that what was parsed stays what is used."""
+
+    def __init__(self, values: Mapping[str, Any], family: str, instance_sha256: str):
+        super().__init__(values)
+        self.family = family
+        self.instance_sha256 = instance_sha256
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("resolved problem options are read-only; copy them with dict(options)")
+
+    __setitem__ = __delitem__ = __ior__ = update = pop = popitem = setdefault = clear = _read_only  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled for process executors: rebuilt through __init__, never item by item
+        return (ProblemOptions, (dict(self), self.family, self.instance_sha256))
 
 
 def parse_values(options: tuple[Option, ...], raw: Mapping[str, Any], source: str, owner: str) -> dict[str, Any]:

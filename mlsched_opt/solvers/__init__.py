@@ -13,7 +13,8 @@ import pyomo.environ as pyo
 
 from ..errors import OptionError
 from .pyomo_run import Backend, legacy_available, solve, solve_highs, solve_legacy
-from .report import STATUSES, SolveOptions, SolveReport, relative_gap
+# re-exported: the CLI, the notebooks and most tests take SolveOptions from here
+from ..report import STATUSES, SolveOptions, SolveReport, relative_gap
 
 #: Solvers wired in directly (SCIP through pyscipopt, the referee of certification).
 NATIVE = ("highs", "cpsat", "scip")

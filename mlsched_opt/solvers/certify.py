@@ -36,7 +36,8 @@ import pyomo.environ as pyo
 
 from ..errors import UserError
 from .pyomo_run import solve
-from .report import SolveOptions, SolveReport
+from ..report import SolveOptions, SolveReport
+from ..tolerances import CERTIFY_REL_TOL, CHECK_TOL, OBJECTIVE_ABS_TOL
 
 #: Below this many seconds left, no referee is started (its answer could not be trusted anyway).
 MIN_REFEREE_S = 0.05
@@ -73,9 +74,9 @@ def _label(options: SolveOptions, report: SolveReport) -> str:
 
 
 def agree(a: float, b: float, gap: float) -> bool:
-    """Equal within the requested relative gap (at least 1e-6, the precision of CP-SAT's float
-    objectives), plus 1e-9 absolute for optima at 0."""
-    return abs(a - b) <= max(gap, 1e-6) * max(abs(a), abs(b)) + 1e-9
+    """Equal within the requested relative gap (at least :data:`CERTIFY_REL_TOL`, the precision of
+    CP-SAT's float objectives), plus :data:`OBJECTIVE_ABS_TOL` for optima at 0."""
+    return abs(a - b) <= max(gap, CERTIFY_REL_TOL) * max(abs(a), abs(b)) + OBJECTIVE_ABS_TOL
 
 
 def better(a: float, b: float, sense: str, gap: float) -> bool:
@@ -241,7 +242,7 @@ def _resolve(report: SolveReport, claims: list[Claim], gap: float) -> tuple[Solv
     return dataclasses.replace(report, status="disputed", objective=best.value, bound=None, message=message), best.decision
 
 
-def model_checker(model: pyo.ConcreteModel, tol: float = 1e-6) -> tuple[Extract, Evaluate]:
+def model_checker(model: pyo.ConcreteModel, tol: float = CHECK_TOL) -> tuple[Extract, Evaluate]:
     """``extract``/``evaluate`` for a bare Pyomo model (no problem family): the decision is the
     variables' values, and the check is the model's own bounds, integrality and rows.
 

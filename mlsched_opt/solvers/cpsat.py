@@ -16,6 +16,7 @@ Problems whose natural form is combinatorial can also build a ``CpModel`` direct
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass
 
@@ -24,8 +25,8 @@ from ortools.sat.python import cp_model
 from pyomo.repn import generate_standard_repn
 
 from ..errors import UserError
-from .pyomo_run import Outcome, objective_of
-from .report import SolveOptions
+from .pyomo_run import BackendResult, objective_of
+from ..report import SolveOptions
 
 _MAX_POWER = 6
 _TOL = 1e-9
@@ -134,7 +135,7 @@ def translate(model: pyo.ConcreteModel) -> Translation:
     return Translation(cp, list(cp_vars.values()), float(scale or 1), float(repn.constant), scale is not None)
 
 
-def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpSolver, Outcome]:
+def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpSolver, BackendResult]:
     """Solve a CP-SAT model with our options; the caller reads values from the returned solver."""
     import ortools
 
@@ -147,6 +148,10 @@ def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpS
     params.absolute_gap_limit = 1e-9
     if not options.presolve:
         params.cp_model_presolve = False
+    if options.log:  # to stderr through the callback: stdout is the answer's (--json)
+        params.log_search_progress = True
+        params.log_to_stdout = False
+        solver.log_callback = lambda line: print(line, file=sys.stderr)
     status = solver.solve(cp)
     has_solution = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     termination = {
@@ -163,10 +168,10 @@ def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpS
     bound = solver.best_objective_bound if cp.has_objective() and has_solution else None
     if bound is not None and not math.isfinite(bound):
         bound = None
-    return solver, Outcome(termination, has_solution, bound, ortools.__version__, message)
+    return solver, BackendResult(termination, has_solution, bound, ortools.__version__, message)
 
 
-def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
+def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult:
     """Back end for :func:`~.pyomo_run.solve`: translate, solve, load values into ``model``."""
     start = time.perf_counter()
     tr = translate(model)

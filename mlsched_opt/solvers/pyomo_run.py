@@ -11,6 +11,7 @@ the requested one.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -18,11 +19,12 @@ from typing import Callable
 import pyomo.environ as pyo
 
 from ..errors import SolverUnavailable
-from .report import SolveOptions, SolveReport
+from ..report import SolveOptions, SolveReport
+from ..tolerances import GAP_SLACK
 
 
 @dataclass
-class Outcome:
+class BackendResult:
     """What a back end found, before we judge it.
 
     ``termination``: ``optimal`` (proved within the gap), ``limit`` (stopped by time or another
@@ -37,7 +39,7 @@ class Outcome:
     prep_s: float = 0.0  # time spent translating the model, counted as build time
 
 
-Backend = Callable[[pyo.ConcreteModel, SolveOptions], Outcome]
+Backend = Callable[[pyo.ConcreteModel, SolveOptions], BackendResult]
 
 
 def objective_of(model: pyo.ConcreteModel) -> pyo.Objective:
@@ -74,11 +76,9 @@ def solve(model: pyo.ConcreteModel, options: SolveOptions, build_s: float = 0.0)
     return report
 
 
-def _judge(outcome: Outcome, report: SolveReport, options: SolveOptions) -> str:
+def _judge(outcome: BackendResult, report: SolveReport, options: SolveOptions) -> str:
     if outcome.has_solution:
-        # 1e-8: the noise of evaluating a rescaled objective in floating point (CP-SAT scales rows
-        # and objectives by powers of ten), not a gap any solver could close
-        proved = outcome.termination == "optimal" and report.gap is not None and report.gap <= options.gap + 1e-8
+        proved = outcome.termination == "optimal" and report.gap is not None and report.gap <= options.gap + GAP_SLACK
         if outcome.termination == "optimal" and not proved:
             report.message = (report.message + "; " if report.message else "") + \
                 f"solver claimed optimality but the gap {report.gap} exceeds {options.gap}"
@@ -93,14 +93,14 @@ def _judge(outcome: Outcome, report: SolveReport, options: SolveOptions) -> str:
 
 # --- HiGHS -------------------------------------------------------------------------------
 
-def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
+def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult:
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
     from pyomo.contrib.solver.solvers.highs import Highs
 
     solver = Highs()
     version = ".".join(map(str, solver.version()))
     if not any(True for _ in model.component_data_objects(pyo.Var, active=True)):
-        return Outcome("optimal", True, None, version, "model has no variables")
+        return BackendResult("optimal", True, None, version, "model has no variables")
     results = solver.solve(
         model,
         time_limit=options.time_limit,
@@ -109,7 +109,8 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
         load_solutions=False,
         raise_exception_on_nonoptimal_result=False,
         # mip_abs_gap defaults to 1e-6, which would stop before our relative gap on tiny objectives
-        solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-10, "output_flag": False,
+        tee=[sys.stderr] if options.log else False,
+        solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-10, "output_flag": options.log,
                         **({} if options.presolve else {"presolve": "off"})},
     )
     has_solution = results.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
@@ -130,7 +131,7 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
     if bound is not None and abs(bound) == float("inf"):
         bound = None
     message = "" if termination != "error" else f"HiGHS ended with {results.termination_condition.name}"
-    return Outcome(termination, has_solution, bound, version, message)
+    return BackendResult(termination, has_solution, bound, version, message)
 
 
 # --- any other solver Pyomo's SolverFactory knows ------------------------------------------
@@ -152,7 +153,7 @@ def legacy_available(name: str) -> bool:
         return False
 
 
-def solve_legacy(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
+def solve_legacy(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult:
     from pyomo.opt import SolutionStatus, TerminationCondition as TC
 
     name = options.solver
@@ -188,4 +189,4 @@ def solve_legacy(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
     except (TypeError, ValueError):
         bound = None
     version = ".".join(map(str, opt.version() or ())) if hasattr(opt, "version") else ""
-    return Outcome(termination, has_solution, bound, version, "" if termination != "error" else f"{name} ended with {tc}")
+    return BackendResult(termination, has_solution, bound, version, "" if termination != "error" else f"{name} ended with {tc}")

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 
 import pyomo.environ as pyo
 from pyomo.repn import generate_standard_repn
 
 from ..errors import SolverUnavailable
-from .pyomo_run import Outcome, objective_of
-from .report import SolveOptions
+from .pyomo_run import BackendResult, objective_of
+from ..report import SolveOptions
 
 
 def scip_available() -> bool:
@@ -45,7 +46,7 @@ def _warm_start(scip, pairs) -> None:
     scip.addSol(sol, free=True)
 
 
-def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
+def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult:
     """Back end for :func:`~.pyomo_run.solve`: build the SCIP model, solve, load values into ``model``."""
     if not scip_available():
         raise SolverUnavailable("solver 'scip' needs pyscipopt (pip install pyscipopt)", field="--solver")
@@ -55,7 +56,8 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
 
     start = time.perf_counter()
     scip = pyscipopt.Model()
-    scip.hideOutput()
+    # SCIP writes its log to the process's stdout; under -v it goes to stderr (see the solve below)
+    scip.hideOutput(not options.log)
     pairs: dict[int, tuple[pyo.Var, object]] = {}
 
     def var(v: pyo.Var):
@@ -94,7 +96,13 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
         scip.setPresolve(pyscipopt.SCIP_PARAMSETTING.OFF)
     _warm_start(scip, pairs.values())
     prep_s = time.perf_counter() - start
-    scip.optimize()
+    if options.log:
+        from pyomo.common.tee import capture_output
+
+        with capture_output(sys.stderr, capture_fd=True):  # SCIP prints from C to fd 1
+            scip.optimize()
+    else:
+        scip.optimize()
     status = scip.getStatus()
     has_solution = scip.getNSols() > 0 and status not in ("infeasible", "unbounded", "inforunbd")
     if has_solution:
@@ -110,4 +118,4 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> Outcome:
     if bound is not None and not math.isfinite(bound):
         bound = None
     message = "" if termination != "error" else f"SCIP ended with status {status}"
-    return Outcome(termination, has_solution, bound, scip_version() or "", message, prep_s=prep_s)
+    return BackendResult(termination, has_solution, bound, scip_version() or "", message, prep_s=prep_s)

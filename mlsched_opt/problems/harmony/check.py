@@ -25,11 +25,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, read_counts, unknown_jobs
+from ...checking.core import CheckResult, read_counts, unknown_jobs
 from ...io.instance import Instance
+from ...tolerances import CHECK_TOL, DONE_TOL
 from .view import HarmonyView, view_of
 
-_DONE = 1e-9
 #: latest start interval the checker replays (far past any schedule a method makes; keeps times exact in floats)
 MAX_START = 10**9
 
@@ -131,7 +131,7 @@ def _run_until(view, w, p, running, remaining, finish, t, end) -> float:
         for j in running:
             remaining[j] -= v[j] * dt
         t = t_next
-        for j in [j for j in running if remaining[j] <= _DONE * view.samples[j]]:
+        for j in [j for j in running if remaining[j] <= DONE_TOL * view.samples[j]]:
             running.discard(j)
             finish[j] = t
     return t if running else max(t, end)
@@ -141,7 +141,7 @@ def _capacity(view: HarmonyView, w, p, running, k: int, result: CheckResult) -> 
     for m in range(view.M):
         for r, name in enumerate(view.resources):
             use = sum(w[j, m] * view.worker_demand[j, r] + p[j, m] * view.ps_demand[j, r] for j in running)
-            if use > view.capacity[m, r] * (1 + TOL) + TOL:
+            if use > view.capacity[m, r] * (1 + CHECK_TOL) + CHECK_TOL:
                 result.add("capacity", f"interval {k}, {view.servers[m]}, {name}", f"uses {use:g} > capacity {view.capacity[m, r]:g}")
 
 

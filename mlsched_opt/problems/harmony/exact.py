@@ -27,8 +27,9 @@ from functools import lru_cache
 import numpy as np
 
 from ...errors import OptionError
+from ...tolerances import DONE_TOL
 from .baselines import LoadBalance
-from .simulate import DONE_TOL, Env
+from .simulate import Env
 from .view import HarmonyView
 from .world import Jobs, World, cached_per_world, speeds
 

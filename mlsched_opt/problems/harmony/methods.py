@@ -13,8 +13,8 @@ from ...solvers import SolveOptions, SolveReport, solve
 from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
 from .exact import Myopic, exhaustive, exhaustive_any, job_options, static_jct
-from .simulate import Chooser, Outcome, TimeLimitReached, placement_decision, simulate
-from .surrogate import build_model, decision_from_model
+from .simulate import Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
+from .formulation import build_model, decision_from_model
 from .view import MAX_INTERVALS, HarmonyView, check_horizon, view_of
 
 EXACT_GUARANTEE = ("exact: the minimum average JCT of a static batch by exhaustion, over every placement and every start "
@@ -26,7 +26,7 @@ MYOPIC_GUARANTEE = "none: each interval's placement maximizes the sum of normali
 DRL_GUARANTEE = "none: a learned policy (spec 2); its gap to exact is measured by the suite benchmarks/harmony_exact.toml"
 
 
-def _outcome_result(view: HarmonyView, outcome: Outcome, name: str, options: Mapping[str, Any], elapsed: float,
+def _outcome_result(view: HarmonyView, outcome: HarmonyRun, name: str, options: Mapping[str, Any], elapsed: float,
                     message: str = "") -> MethodResult:
     avg = float(outcome.jct(view).mean())
     extra = f"{outcome.decisions} jobs placed in {len(outcome.rewards)} intervals"

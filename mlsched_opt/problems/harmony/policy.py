@@ -39,7 +39,9 @@ except ImportError:  # pragma: no cover - exercised where the extra is absent
     torch = None
     nn = None
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "models" / "harmony-drl.pt"
+from ...io.catalog import shipped_catalog_dir  # the checkout's models/, else the installed package data
+
+DEFAULT_MODEL = shipped_catalog_dir() / "harmony-drl.pt"
 HIDDEN = 64
 
 

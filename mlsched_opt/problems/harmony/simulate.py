@@ -19,12 +19,11 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from ...tolerances import DONE_TOL
 from .view import HarmonyView, empty_cluster_placement
 from .world import speeds
 
 ROLES = ("ps", "worker")
-#: relative remaining work below which a job counts as finished (shared with the checker's rule)
-DONE_TOL = 1e-9
 
 SpeedFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -85,7 +84,7 @@ class Env:
 
 
 @dataclass
-class Outcome:
+class HarmonyRun:
     """What a simulated run decided and how it went (JCT in intervals)."""
 
     start: np.ndarray
@@ -157,7 +156,7 @@ def _rollback(env: Env, j: int) -> None:
 
 
 def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = None,
-             on_interval: Callable[[Env, float], None] | None = None, time_limit: float | None = None) -> Outcome:
+             on_interval: Callable[[Env, float], None] | None = None, time_limit: float | None = None) -> HarmonyRun:
     """Run the whole trace under ``chooser``; speeds from ``speed_fn`` (default: the true world).
 
     ``on_interval(env, reward)`` is called after each interval in which something ran (training
@@ -201,7 +200,7 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
         if on_interval is not None:
             on_interval(env, reward)
         k += 1
-    return Outcome(env.start.copy(), env.placed_w.copy(), env.placed_p.copy(), env.finish_s.copy(), rewards, fallbacks, decisions)
+    return HarmonyRun(env.start.copy(), env.placed_w.copy(), env.placed_p.copy(), env.finish_s.copy(), rewards, fallbacks, decisions)
 
 
 def _advance(env: Env, k: int, speed_fn: SpeedFn) -> float:

@@ -16,7 +16,7 @@ alibaba|philly|pollux --problem hetero``): :mod:`.trace`.
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option, TraceImport
+from ..base import Family, Method, MethodKind, Option, TraceImport
 from .check import check
 from .formulation import build_model, decision_from_model, diagnose, lp_relaxation
 from .generate import OPTIONS as GENERATE_OPTIONS
@@ -41,18 +41,18 @@ FAMILY = Family(
     diagnose=diagnose,
     relaxation=lp_relaxation,
     algorithms=(
-        Method("sampling", "heuristic", run_sampling, "M sampled job-size categories + equal share, market per category, local search (seeded)",
+        Method("sampling", MethodKind.HEURISTIC, run_sampling, "M sampled job-size categories + equal share, market per category, local search (seeded)",
                guarantee=SAMPLING_GUARANTEE),
-        Method("market", "heuristic", run_market, "every job-size category, matching market per category (JCT-gradient valuation, R rounds)",
+        Method("market", MethodKind.HEURISTIC, run_market, "every job-size category, matching market per category (JCT-gradient valuation, R rounds)",
                guarantee=MARKET_GUARANTEE),
-        Method("bundles", "oracle", run_bundles, "Variant A: every bundle category, one-to-one market (exact, small clusters)",
+        Method("bundles", MethodKind.ORACLE, run_bundles, "Variant A: every bundle category, one-to-one market (exact, small clusters)",
                guarantee=EXACT_GUARANTEE),
-        Method("brute-force", "oracle", run_brute, "every assignment of every GPU, (S+1)^K (test oracle, K <= 10)",
+        Method("brute-force", MethodKind.ORACLE, run_brute, "every assignment of every GPU, (S+1)^K (test oracle, K <= 10)",
                guarantee="exact: OPT by exhaustion"),
-        Method("greedy", "heuristic", run_greedy, "baseline: heaviest job first, its equal share of its fastest free GPUs"),
-        Method("random", "heuristic", run_random, "baseline: a random category and random GPUs (seeded)"),
-        Method("equal-share", "heuristic", run_equal_share, "baseline: K/S GPUs per job, chosen by the market"),
-        Method("no-balance", "heuristic", run_no_balance, "baseline: the sampling scheme with an equal batch split (no Lemma 1)"),
+        Method("greedy", MethodKind.HEURISTIC, run_greedy, "baseline: heaviest job first, its equal share of its fastest free GPUs"),
+        Method("random", MethodKind.HEURISTIC, run_random, "baseline: a random category and random GPUs (seeded)"),
+        Method("equal-share", MethodKind.HEURISTIC, run_equal_share, "baseline: K/S GPUs per job, chosen by the market"),
+        Method("no-balance", MethodKind.HEURISTIC, run_no_balance, "baseline: the sampling scheme with an equal batch split (no Lemma 1)"),
     ),
     options=(
         Option("comm", "ring", tuple(COMM_MODELS), "communication term: ring all-reduce, one parameter server, or none", problem=True),
@@ -61,7 +61,7 @@ FAMILY = Family(
                minimum=1, maximum=MAX_ROUNDS),
         Option("engine", "auto", ENGINES, "market engine: hungarian (scipy), mm (ascending prices), transport (LP on classes), auto"),
         Option("samples", 0, None, "M: sampled categories (0 = min(50, 10% of all)); drawing stops at the time limit",
-               minimum=0, maximum=MAX_SAMPLES),
+               minimum=0, maximum=MAX_SAMPLES, flag="--samples"),
         Option("distribution", "uniform", DISTRIBUTIONS, "category sampling distribution"),
         Option("budget", 1000, None, "local search: cap on market solves (0 = sampling only); the search also stops at the time limit",
                minimum=0, maximum=MAX_BUDGET),

@@ -16,8 +16,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, admitted_jobs, read_counts, unknown_jobs
+from ...checking.core import CheckResult, admitted_jobs, read_counts, unknown_jobs
 from ...io.instance import Instance
+from ...tolerances import CHECK_TOL
 from .timing import COMM_MODELS, comm_constant, fair_share_jct, fairness
 from .view import hetero_view
 
@@ -87,9 +88,9 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
 def _claims(result: CheckResult, view, extra: Mapping[str, Any], jcts: np.ndarray, options: Mapping[str, Any]) -> None:
     claimed = extra.get("jct_s") or {}
     for job, value in zip(view.jobs, jcts):
-        if job.id in claimed and abs(claimed[job.id] - value) > TOL * max(1.0, value):
+        if job.id in claimed and abs(claimed[job.id] - value) > CHECK_TOL * max(1.0, value):
             result.add("jct", job.id, f"stated {claimed[job.id]:g} s but the placement gives {value:g} s")
     stated = extra.get("fairness") or {}
     for key, value in fairness(jcts, fair_share_jct(view, options["comm"])).items():
-        if key in stated and abs(stated[key] - value) > TOL * max(1.0, value):
+        if key in stated and abs(stated[key] - value) > CHECK_TOL * max(1.0, value):
             result.add("fairness", key, f"stated {stated[key]:g} but the placement gives {value:g}")

@@ -104,7 +104,7 @@ def hetero_view(instance: Instance) -> HeteroView:
         gpus = s.capacity.get("gpu", 0.0)
         if gpus <= 0 or not s.hosts("worker"):
             continue
-        where = f"cluster.servers[{_group_index(instance, s.group)}]"
+        where = s.field_path
         if gpus != int(gpus):
             raise InstanceError(f"problem 'hetero' places whole GPUs; capacity.gpu = {gpus:g} is fractional", file, f"{where}.capacity.gpu")
         if s.gpu_model is None:
@@ -123,10 +123,6 @@ def hetero_view(instance: Instance) -> HeteroView:
     counts = np.array([len(members[c]) for c in classes], dtype=np.int64)
     jobs = tuple(_job(instance, job, classes, int(counts.sum())) for job in instance.jobs)
     return HeteroView(instance, classes, counts, tuple(tuple(members[c]) for c in classes), jobs)
-
-
-def _group_index(instance: Instance, group: str) -> int:
-    return next(i for i, g in enumerate(instance.document["cluster"]["servers"]) if g["name"] == group)
 
 
 def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: int) -> HeteroJob:

@@ -10,7 +10,8 @@ arrive over a slotted horizon; the objective is the total weighted completion ti
 
 Modules: :mod:`.view` (instance -> jobs and rates), :mod:`.pcilp` (the per-job, per-deadline
 PC-ILP as arrays and as Pyomo), :mod:`.rounding` (RR-PC with repair, SMD-style scaled rounding),
-:mod:`.online` (V-Greedy, V-PD), :mod:`.offline` (the exact multi-job MILP), :mod:`.methods`,
+:mod:`.online` (V-Greedy, V-PD), :mod:`.formulation` (the exact multi-job MILP and its decision), :mod:`.methods`,
+:mod:`.baselines`,
 :mod:`.check`, :mod:`.generate`, :mod:`.calibration` (Pollux / Gavel packed vs spread).
 
 Methods: ``exact`` (offline MILP), ``greedy-rr`` (V-Greedy + LP + RR-PC), ``pd-rr`` (V-PD),
@@ -21,16 +22,18 @@ loss), ``unaware`` (plans with q_in := q_ex), ``colocate`` and ``spread``; FIFO 
 Problem options (the checker enforces them, ``exact`` models them): ``locality`` (job / pair)
 and ``ps_placement``: ``free`` (default: any PS placement the checker accepts, so ``exact``'s
 "optimal" is optimal for what ``check`` accepts) or ``with-workers`` (observation O3 as a rule;
-O3 is a restriction, not "without loss of generality": see :mod:`.offline`).
+O3 is a restriction, not "without loss of generality": see :mod:`.formulation`).
 """
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option, TraceImport
+from ..base import Family, Method, MethodKind, Option, TraceImport
+from .baselines import run_colocate, run_greedy_ilp, run_spread, run_unaware
 from .check import check
+from .formulation import build_model, decision_from_model, rescore
 from .generate import OPTIONS as GENERATE_OPTIONS
 from .generate import generate
-from .methods import KINDS, PD_GUARANTEE, RR_GUARANTEE, build_model, decision_from_model, greedy, rescore, run_pd
+from .methods import PD_GUARANTEE, RR_GUARANTEE, greedy, run_pd
 from .online import ORDERS
 from .trace import OPTIONS as TRACE_OPTIONS
 from .trace import from_trace
@@ -47,15 +50,15 @@ FAMILY = Family(
     generate_options=GENERATE_OPTIONS,
     rescore=rescore,
     algorithms=(
-        Method("greedy-rr", "online", greedy("greedy-rr"),
+        Method("greedy-rr", MethodKind.ONLINE, greedy("greedy-rr"),
                "V-Greedy: earliest deadline whose LP (target (1+eps)V) rounds by RR-PC (F attempts, repair) to a covering plan",
                guarantee=RR_GUARANTEE),
-        Method("pd-rr", "online", run_pd, "V-PD: OASiS-style prices as pattern costs, best payoff over deadlines by LP + RR-PC",
+        Method("pd-rr", MethodKind.ONLINE, run_pd, "V-PD: OASiS-style prices as pattern costs, best payoff over deadlines by LP + RR-PC",
                guarantee=PD_GUARANTEE),
-        Method("greedy-ilp", "baseline", greedy("greedy-ilp", solver="ilp"), "V-Greedy with the exact per-job 0-1 program instead of LP + rounding"),
-        Method("unaware", "baseline", greedy("unaware", plan="unaware"), "V-Greedy planning with q_in := q_ex (locality-unaware), true rates when executing"),
-        Method("colocate", "baseline", greedy("colocate", kinds=KINDS["colocate"]), "V-Greedy with co-located patterns only (one machine per slot)"),
-        Method("spread", "baseline", greedy("spread", kinds=KINDS["spread"]), "V-Greedy with spread patterns only"),
+        Method("greedy-ilp", MethodKind.BASELINE, run_greedy_ilp, "V-Greedy with the exact per-job 0-1 program instead of LP + rounding"),
+        Method("unaware", MethodKind.BASELINE, run_unaware, "V-Greedy planning with q_in := q_ex (locality-unaware), true rates when executing"),
+        Method("colocate", MethodKind.BASELINE, run_colocate, "V-Greedy with co-located patterns only (one machine per slot)"),
+        Method("spread", MethodKind.BASELINE, run_spread, "V-Greedy with spread patterns only"),
     ),
     options=(
         Option("order", "sjf", ORDERS, "order of simultaneous arrivals: smallest estimated work first, or FIFO (pitfall P10)"),
@@ -66,8 +69,8 @@ FAMILY = Family(
                "exactly ceil(n/gamma) PSs beside every n workers and no PS-only machine (a restriction: O3 is not WLOG)",
                problem=True),
         Option("epsilon", -1.0, None, "covering inflation: the LP targets (1 + epsilon) V; -1 (default) tries 0, 0.05 and 0.1 per LP "
-               "and keeps the cheapest covering plan (pitfall P6); a value in [0, 1] pins one", minimum=-1.0, maximum=1.0),
-        Option("attempts", 5, None, "RR-PC attempts F per LP before the repair", minimum=1, maximum=1000),
+               "and keeps the cheapest covering plan (pitfall P6); a value in [0, 1] pins one", minimum=-1.0, maximum=1.0, flag="--epsilon"),
+        Option("attempts", 5, None, "RR-PC attempts F per LP before the repair", minimum=1, maximum=1000, flag="--attempts"),
         Option("l_scale", 1.0, None, "pd-rr: factor on the price floor L (pitfall P16)", minimum=1e-6, maximum=1e6),
     ),
     trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),

@@ -29,8 +29,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import MAX_COUNT, TOL, CheckResult, decision_part, job_ids
+from ...checking.core import MAX_COUNT, CheckResult, decision_part, job_ids
 from ...io.instance import Instance
+from ...tolerances import CHECK_TOL
 from .view import locality_view, o3_ps, total_delay
 
 
@@ -115,7 +116,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
                                f"workers or PSs after the job's work reached V in slot {completion[i]}")
                 continue
             done += view.slot_work(i, *per_slot[t], locality=locality)
-            if done >= job.work * (1 - TOL) - TOL:
+            if done >= job.work * (1 - CHECK_TOL) - CHECK_TOL:
                 completion[i] = t
         if job.id in admitted and i not in completion:
             result.add("work", job.id, f"trains {done:g} samples < the {job.work:g} the job needs within the horizon")
@@ -123,7 +124,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             result.add("completion", f"extra.completion.{job.id}",
                        f"claims slot {_short(claimed[job.id])}, the work reaches V in slot {completion.get(i, 'none')}")
     for t in sorted(load):                                                                                 # (C1)
-        over = load[t] > view.capacity * (1 + TOL) + TOL
+        over = load[t] > view.capacity * (1 + CHECK_TOL) + CHECK_TOL
         for h, r in zip(*np.nonzero(over)):
             result.add("capacity", f"slot {t}, {view.servers[h]}, {view.resources[r]}",
                        f"uses {load[t][h, r]:g} > capacity {view.capacity[h, r]:g}")

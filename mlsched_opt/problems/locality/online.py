@@ -38,8 +38,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...checking.core import TOL
+from ...tolerances import CHECK_TOL
 from ..oasis.prices import PricedPool
+from ..online import arrivals_by_slot
 from .pcilp import CO_LOCATED, SPREAD, LocalityJob, Patterns, Plan, earliest_deadline, largest_fit, patterns, plan_of, solve_lp
 from .rounding import rr_pc
 
@@ -85,13 +86,14 @@ def executed_completion(job: LocalityJob, tasks: list[Task],
     for t in sorted({s for s, _, _ in tasks}):
         here = [(h, n) for s, h, n in tasks if s == t]
         done += job_level_work(job, here) if work_of is None else work_of(here)
-        if done >= job.work * (1 - TOL) - TOL:  # the checker's rule
+        if done >= job.work * (1 - CHECK_TOL) - CHECK_TOL:  # the checker's rule
             return t
     return None
 
 
 def arrival_order(jobs: Sequence[LocalityJob], capacity: np.ndarray, t: int, order: str) -> list[int]:
-    arriving = [i for i, j in enumerate(jobs) if j.arrival == t]
+    """The jobs arriving in slot ``t``: file order (``fifo``), or smallest estimated work first (``sjf``)."""
+    arriving = arrivals_by_slot(j.arrival for j in jobs).get(t, [])
     if order == "sjf":
         rate = {i: best_slot_rate(jobs[i], capacity) for i in arriving}  # 0: fits nowhere beside its PSs, goes last
         arriving.sort(key=lambda i: (jobs[i].work / rate[i] if rate[i] > 0 else np.inf, i))

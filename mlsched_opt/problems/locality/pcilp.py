@@ -7,7 +7,7 @@ A job with workload ``V`` (samples), per-worker throughput ``q_in`` (all its wor
 one machine) or ``q_ex`` (anything else) per slot, per-worker and per-PS demand vectors ``alpha``
 and ``beta``, PS fan-in ``gamma`` (``ceil(n / gamma)`` PSs for ``n`` workers, tied to the
 workers' machine by observation O3: a restriction of the problem, not "without loss of
-generality", see :mod:`.offline`; its plans are valid under both ``ps_placement`` values) and at most ``w_max`` concurrent workers, must finish by
+generality", see :mod:`.formulation`; its plans are valid under both ``ps_placement`` values) and at most ``w_max`` concurrent workers, must finish by
 slot ``deadline`` using the residual capacity ``residual[h, r, t]``.  Variables are 0/1
 *patterns* ``(kind, t, h, n)``: ``kind = 0`` co-locates the whole job on machine ``h`` with ``n``
 workers in slot ``t``; ``kind = 1`` puts ``n`` workers (and their PSs) of a spread job on ``h``.

@@ -23,7 +23,7 @@ PS placement is behind the ``ps_placement`` problem option: ``free`` (default; s
 P-ORIG: any machine may host any of the job's PSs, ``gamma`` times the PS count covering the
 workers) or ``with-workers`` (observation O3 as a rule: every machine hosting ``n`` workers of a
 job hosts exactly ``ceil(n/gamma)`` of its PSs, and no machine hosts PSs alone).  O3 is a
-restriction, not "without loss of generality" (see :mod:`.offline` for a tiny counterexample).
+restriction, not "without loss of generality" (see :mod:`.formulation` for a tiny counterexample).
 The online methods always place by O3, which is feasible under both values.
 
 A job's ``w_max`` is cut to the most workers that fit on the whole cluster (K2 can never bind
@@ -120,10 +120,10 @@ def locality_view(instance: Instance) -> LocalityView:
     file = instance.file
     if instance.slots is None:
         raise InstanceError("problem 'locality' is slotted; set time.slots", file, "time.slots")
-    for g_index, group in enumerate(instance.document["cluster"]["servers"]):
-        if group.get("role", "any") != "any":
+    for server in instance.servers:
+        if server.role != "any":
             raise InstanceError("problem 'locality' puts workers and PSs on one shared pool; remove role or set role = 'any'",
-                                file, f"cluster.servers[{g_index}].role")
+                                file, f"{server.field_path}.role")
     resources = instance.resource_names()
     capacity = instance.capacity_matrix(resources)
     jobs, timing = [], []

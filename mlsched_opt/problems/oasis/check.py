@@ -20,8 +20,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, decision_part, job_ids, read_counts
+from ...checking.core import CheckResult, decision_part, job_ids, read_counts
 from ...io.instance import Instance
+from ...tolerances import CHECK_TOL
 from .view import oasis_view
 
 
@@ -88,7 +89,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
                 result.add("ps-min", where, f"{Z} PSs < ps.min {ijob.ps.lo}")
             if ranged and Z > ijob.ps.hi:
                 result.add("ps-max", where, f"{Z} PSs > ps.max {ijob.ps.hi}")
-            if Y * job.b > Z * job.B * (1 + TOL) + TOL:
+            if Y * job.b > Z * job.B * (1 + CHECK_TOL) + CHECK_TOL:
                 result.add("ps-bandwidth", where, f"{Y} workers x {job.b:g} Gbps > {Z} PSs x {job.B:g} Gbps")
             if Z > Y:
                 result.add("ps-count", where, f"{Z} PSs > {Y} workers")
@@ -100,12 +101,12 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             if Y:
                 last = t if last is None else max(last, t)
         if job.id in admitted:
-            if done < job.work * (1 - TOL) - TOL:
+            if done < job.work * (1 - CHECK_TOL) - CHECK_TOL:
                 result.add("work", job.id, f"{done} worker-slots < the {job.work:g} the job needs")
             elif last is not None:
                 objective += float(job.value(last))
     for kind, names, cap in (("worker", view.worker_servers, view.worker_capacity), ("ps", view.ps_servers, view.ps_capacity)):
-        over = load[kind] > cap[:, :, None] * (1 + TOL) + TOL
+        over = load[kind] > cap[:, :, None] * (1 + CHECK_TOL) + CHECK_TOL
         for s, r, t in zip(*np.nonzero(over)):
             result.add("capacity", f"slot {t}, {names[s]}, {view.resources[r]}", f"uses {load[kind][s, r, t]:g} > capacity {cap[s, r]:g}")
     result.objective = objective

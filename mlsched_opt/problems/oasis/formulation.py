@@ -29,6 +29,7 @@ import pyomo.environ as pyo
 
 from ...errors import InstanceError
 from ...io.instance import Instance
+from .online import SlotRun
 from .view import OasisJob, OasisView, fit_counts, oasis_view
 
 
@@ -187,3 +188,38 @@ def single_job_model(job: OasisJob, T: int, worker_price: np.ndarray, ps_price: 
     else:
         m.work = pyo.Constraint(expr=sum(y[t] for t in S) >= job.work_slots * m.x)
     return m
+
+
+def decision(view: OasisView, outcome: SlotRun, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The shared solution vocabulary: completed jobs are ``admitted``; started but unfinished jobs
+    are listed in ``extra.unfinished`` with their schedules (they used capacity and earn nothing)."""
+    schedule: dict[str, list[dict[str, Any]]] = {}
+    for i in sorted(set(outcome.workers) | set(outcome.ps)):
+        w = outcome.workers.get(i, np.zeros((view.H, view.slots), np.int64))
+        z = outcome.ps.get(i, np.zeros((view.K, view.slots), np.int64))
+        entries = []
+        for t in np.flatnonzero(w.any(axis=0) | z.any(axis=0)):
+            entries.append({"slot": int(t),
+                            "workers": {view.worker_servers[h]: int(w[h, t]) for h in np.flatnonzero(w[:, t])},
+                            "ps": {view.ps_servers[k]: int(z[k, t]) for k in np.flatnonzero(z[:, t])}})
+        schedule[view.jobs[i].id] = entries
+    done = sorted(outcome.completion)
+    started = sorted((set(outcome.workers) | set(outcome.ps)) - set(done))
+    rejected = sorted(j.index for j in view.jobs if j.index not in outcome.admitted)
+    return {
+        "admitted": [view.jobs[i].id for i in done],
+        "schedule": schedule,
+        "extra": {
+            "completion": {view.jobs[i].id: int(outcome.completion[i]) for i in done},
+            "unfinished": [view.jobs[i].id for i in started],
+            "rejected": [view.jobs[i].id for i in rejected],
+            **dict(extra or {}),
+        },
+    }
+
+
+def decision_from_model(instance: Instance, options: Mapping[str, Any], model: pyo.ConcreteModel) -> dict[str, Any]:
+    view: OasisView = model._view
+    workers, ps, admitted = schedule_from_model(model)
+    completion = {i: int(np.flatnonzero(w.any(axis=0))[-1]) for i, w in workers.items() if w.any()}
+    return decision(view, SlotRun(workers, ps, completion, admitted))

@@ -1,20 +1,17 @@
-"""OASiS, the baselines and the exact model's decision, as toolkit methods."""
+"""OASiS and the baselines (their policies: :mod:`.baselines`) as toolkit methods."""
 
 from __future__ import annotations
 
 import time
 from typing import Any, Mapping
 
-import numpy as np
-import pyomo.environ as pyo
-
 from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report, timing_phrase
 from .baselines import POLICIES
-from .formulation import schedule_from_model
-from .online import Oasis, Outcome, simulate
+from .formulation import decision
+from .online import Oasis, simulate
 from .prices import PriceParams, estimated_params, formula_params, given_params
 from .view import OasisView, oasis_view
 
@@ -37,41 +34,6 @@ def price_params(view: OasisView, options: Mapping[str, Any]) -> PriceParams:
     if options["estimate"] <= 0:
         raise OptionError(f"estimate must be > 0, got {options['estimate']}", field="--set estimate")
     return params.scaled(options["estimate"]) if options["estimate"] != 1.0 else params
-
-
-def decision(view: OasisView, outcome: Outcome, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The shared solution vocabulary: completed jobs are ``admitted``; started but unfinished jobs
-    are listed in ``extra.unfinished`` with their schedules (they used capacity and earn nothing)."""
-    schedule: dict[str, list[dict[str, Any]]] = {}
-    for i in sorted(set(outcome.workers) | set(outcome.ps)):
-        w = outcome.workers.get(i, np.zeros((view.H, view.slots), np.int64))
-        z = outcome.ps.get(i, np.zeros((view.K, view.slots), np.int64))
-        entries = []
-        for t in np.flatnonzero(w.any(axis=0) | z.any(axis=0)):
-            entries.append({"slot": int(t),
-                            "workers": {view.worker_servers[h]: int(w[h, t]) for h in np.flatnonzero(w[:, t])},
-                            "ps": {view.ps_servers[k]: int(z[k, t]) for k in np.flatnonzero(z[:, t])}})
-        schedule[view.jobs[i].id] = entries
-    done = sorted(outcome.completion)
-    started = sorted((set(outcome.workers) | set(outcome.ps)) - set(done))
-    rejected = sorted(j.index for j in view.jobs if j.index not in outcome.admitted)
-    return {
-        "admitted": [view.jobs[i].id for i in done],
-        "schedule": schedule,
-        "extra": {
-            "completion": {view.jobs[i].id: int(outcome.completion[i]) for i in done},
-            "unfinished": [view.jobs[i].id for i in started],
-            "rejected": [view.jobs[i].id for i in rejected],
-            **dict(extra or {}),
-        },
-    }
-
-
-def decision_from_model(instance: Instance, options: Mapping[str, Any], model: pyo.ConcreteModel) -> dict[str, Any]:
-    view: OasisView = model._view
-    workers, ps, admitted = schedule_from_model(model)
-    completion = {i: int(np.flatnonzero(w.any(axis=0))[-1]) for i, w in workers.items() if w.any()}
-    return decision(view, Outcome(workers, ps, completion, admitted))
 
 
 def run_oasis(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:

@@ -1,7 +1,8 @@
 """Arrival-driven simulation of an online policy, and OASiS itself (spec 000 Algorithm 1).
 
 :func:`simulate` walks the slots; in each slot it first hands the jobs arriving then to the
-policy one at a time (in file order, pitfall 10), then asks the policy which workers and PSs
+policy (a :class:`~mlsched_opt.problems.online.SlotPolicy`) one at a time (in file order, pitfall
+10), then asks the policy which workers and PSs
 every job runs in that slot, adds the work done, and tells the policy which jobs completed.
 It records everything a decision needs; whatever the policy does, the result goes through the
 independent checker.
@@ -11,25 +12,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from ..online import SlotPolicy, arrivals_by_slot
 from .prices import PriceParams, PricedPool
 from .subroutine import best_schedule
 from .view import OasisJob, OasisView
 
 
-class Policy(Protocol):
-    def arrive(self, job: OasisJob, slot: int) -> None: ...
-
-    def run(self, slot: int, active: list[OasisJob]) -> dict[int, tuple[np.ndarray, np.ndarray]]: ...
-
-    def completed(self, job: OasisJob, slot: int) -> None: ...
-
-
 @dataclass
-class Outcome:
+class SlotRun:
     """Per-job worker ``[h, t]`` and PS ``[k, t]`` counts, completion slots and the policy's statistics."""
 
     workers: dict[int, np.ndarray]
@@ -44,7 +38,7 @@ class Outcome:
         return float(sum(view.jobs[i].value(t) for i, t in self.completion.items()))
 
 
-def simulate(view: OasisView, policy: Policy, progress=None, deadline: float | None = None) -> Outcome:
+def simulate(view: OasisView, policy: SlotPolicy, progress=None, deadline: float | None = None) -> SlotRun:
     """Run ``policy`` over the horizon (``progress(slot)`` is called once per slot, for long runs).
 
     Past ``deadline`` (``time.perf_counter()``) the run stops before the next slot: what ran so far
@@ -54,16 +48,15 @@ def simulate(view: OasisView, policy: Policy, progress=None, deadline: float | N
     workers: dict[int, np.ndarray] = {}
     ps: dict[int, np.ndarray] = {}
     completion: dict[int, int] = {}
-    arrivals: dict[int, list[OasisJob]] = {}
-    for job in view.jobs:
-        arrivals.setdefault(job.arrival, []).append(job)
+    arrivals = arrivals_by_slot(job.arrival for job in view.jobs)
     active: list[OasisJob] = []
     cut_at = None
     for t in range(T):
         if deadline is not None and time.perf_counter() > deadline:
             cut_at = t
             break
-        for job in arrivals.get(t, []):
+        for i in arrivals.get(t, []):
+            job = view.jobs[i]
             policy.arrive(job, t)
             active.append(job)
         for i, (y, z) in policy.run(t, active).items():
@@ -79,7 +72,7 @@ def simulate(view: OasisView, policy: Policy, progress=None, deadline: float | N
         if progress is not None:
             progress(t)
     admitted = sorted(getattr(policy, "admitted", set()) | set(completion))
-    return Outcome(workers, ps, completion, admitted, dict(getattr(policy, "stats", {})), cut_at)
+    return SlotRun(workers, ps, completion, admitted, dict(getattr(policy, "stats", {})), cut_at)
 
 
 class Oasis:

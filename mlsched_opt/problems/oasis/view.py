@@ -175,11 +175,10 @@ def oasis_view(instance: Instance, ranges: str = "instance") -> OasisView:
         raise InstanceError("problem 'oasis' is slotted; set time.slots", file, "time.slots")
     if instance.slots > MAX_SLOTS:
         raise InstanceError(f"problem 'oasis' handles at most {MAX_SLOTS} slots, got {instance.slots}", file, "time.slots")
-    groups = instance.document["cluster"]["servers"]
-    for g_index, group in enumerate(groups):
-        if group.get("role", "any") == "any":
+    for server in instance.servers:
+        if server.role == "any":
             raise InstanceError("problem 'oasis' keeps workers and parameter servers on disjoint pools; set role = 'worker' or 'ps'",
-                                file, f"cluster.servers[{g_index}].role")
+                                file, f"{server.field_path}.role")
     workers = [s for s in instance.servers if s.role == "worker"]
     ps = [s for s in instance.servers if s.role == "ps"]
     if not workers:

@@ -8,9 +8,9 @@ first-fit-decreasing baseline, an independent checker and a generator.  Option
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option, TraceImport
+from ..base import Family, Method, MethodKind, Option, TraceImport
 from .check import check
-from .ffd import ffd
+from .methods import ffd
 from .formulation import build_model, decision_from_model
 from .generate import generate
 from .trace import from_trace
@@ -25,7 +25,7 @@ FAMILY = Family(
     sense=lambda options: "min" if options["objective"] == "servers" else "max",
     generate=generate,
     algorithms=(
-        Method("ffd", "heuristic", ffd, "first-fit decreasing, task by task, rolling back jobs that do not fit",
+        Method("ffd", MethodKind.HEURISTIC, ffd, "first-fit decreasing, task by task, rolling back jobs that do not fit",
                guarantee="none in general; 11/9 OPT + 6/9 (1-D bin packing) and OPT/2 (knapsack) in the special cases"),
     ),
     diagnose=diagnose,

@@ -15,7 +15,7 @@ Methods: ``exact`` (per-job enumeration + knapsack ILP, HiGHS or CP-SAT), ``smd`
 
 from __future__ import annotations
 
-from ..base import Family, Method, Option, TraceImport
+from ..base import Family, Method, MethodKind, Option, TraceImport
 from .baselines import ESW_VARIANTS, OPTIMUS_VARIANTS
 from .check import check
 from .formulation import build_model, decision_from_model
@@ -38,17 +38,17 @@ FAMILY = Family(
     generate=generate,
     generate_options=GENERATE_OPTIONS,
     algorithms=(
-        Method("smd", "heuristic", run_smd, "SMD: grid + Charnes-Cooper LPs, scaled randomized rounding (seeded), Frieze-Clarke admission",
+        Method("smd", MethodKind.HEURISTIC, run_smd, "SMD: grid + Charnes-Cooper LPs, scaled randomized rounding (seeded), Frieze-Clarke admission",
                guarantee=SMD_GUARANTEE),
-        Method("esw", "heuristic", run_esw, "ESW baseline: w = p (largest that fits, or best with esw=best), same admission step"),
-        Method("optimus", "heuristic", run_optimus, "Optimus-style greedy from (1,1): add the worker or PS that lowers the time most, same admission step"),
+        Method("esw", MethodKind.HEURISTIC, run_esw, "ESW baseline: w = p (largest that fits, or best with esw=best), same admission step"),
+        Method("optimus", MethodKind.HEURISTIC, run_optimus, "Optimus-style greedy from (1,1): add the worker or PS that lowers the time most, same admission step"),
     ),
     options=(
         Option("epsilon1", 0.1, None, "Algorithm 1 grid ratio (paper 0.01; the grid grows as (1/eps1)^(J-1), refused beyond 5,000,000 points)",
                minimum=EPSILON1_MIN, maximum=EPSILON1_MAX),
         Option("epsilon2", 0.5, None, "Frieze-Clarke accuracy: k = ceil(R(1-eps2)/eps2) (paper 0.01 enumerates every subset; "
                "the search stops at the time limit)", minimum=EPSILON2_MIN, maximum=EPSILON2_MAX),
-        Option("attempts", 10, None, "F: rounding draws per job (best feasible kept)", minimum=1, maximum=MAX_ATTEMPTS),
+        Option("attempts", 10, None, "F: rounding draws per job (best feasible kept)", minimum=1, maximum=MAX_ATTEMPTS, flag="--attempts"),
         Option("scale", "none", ("none", "formula"), "rounding scale: none uses m_delta; formula uses Lemma 3 with delta"),
         Option("m_delta", 1.0, None, "M_delta when scale=none (paper experiments: 1), in (0, 1]", minimum=PROBABILITY_MIN, maximum=1.0),
         Option("delta", 0.5, None, "delta of Lemma 3 when scale=formula, in (0, 1]", minimum=PROBABILITY_MIN, maximum=1.0),

@@ -10,8 +10,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...checking.core import TOL, CheckResult, admitted_jobs, unknown_jobs
+from ...checking.core import CheckResult, admitted_jobs, unknown_jobs
 from ...io.instance import Instance
+from ...tolerances import CHECK_TOL
 from .view import smd_view
 
 
@@ -49,11 +50,11 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             result.add("range", where, f"w={w}, p={p} outside workers [{lo_w}, {hi_w}] / ps [{lo_p}, {hi_p}]")
         use = w * job.worker + p * job.ps
         for k, r in enumerate(view.resources):
-            if use[k] > job.limit[k] + TOL * max(1.0, job.limit[k]):
+            if use[k] > job.limit[k] + CHECK_TOL * max(1.0, job.limit[k]):
                 result.add("limit", f"{job.id}, {r}", f"{w} workers and {p} PSs use {use[k]:g} > declared limit {job.limit[k]:g}")
         weight = instance.jobs[job.index].weight
         objective += weight * float(job.utility(job.completion_time(w, p)))
     for k, r in enumerate(view.resources):
-        if reserved[k] > view.capacity[k] + TOL * max(1.0, view.capacity[k]):
+        if reserved[k] > view.capacity[k] + CHECK_TOL * max(1.0, view.capacity[k]):
             result.add("capacity", r, f"admitted limits reserve {reserved[k]:g} > cluster capacity {view.capacity[k]:g}")
     result.objective = objective

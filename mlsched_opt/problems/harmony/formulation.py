@@ -18,7 +18,10 @@ proxy for the average JCT.  Coefficients are rounded to 1e-6 s so that CP-SAT ge
 rows; :func:`surrogate_values` evaluates the same rounded model with numpy, which is how the
 tests check that a proven surrogate optimum equals exhaustive search on the surrogate.
 
-The surrogate's placement is then scored in the true simulator (``--method surrogate``).
+The surrogate's placement is then scored in the true simulator (``--method surrogate``).  It is the
+family's ``build_model`` (what ``mlsched export`` writes) although it is not exact: the true world's
+step times are not linear, so the family is registered with ``bounded=False`` and its ``exact`` is the
+exhaustive search of :mod:`.exact`.
 """
 
 from __future__ import annotations

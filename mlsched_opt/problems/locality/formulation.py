@@ -45,15 +45,22 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyomo.environ as pyo
 
+from ...errors import InstanceError, OptionError
+from ...io.instance import Instance
+from ...tolerances import CHECK_TOL
 from .pcilp import CO_LOCATED, LocalityJob
+from .view import LocalityView, check_size, locality_view, total_delay
 
 #: Largest integer a scaled work row may hold (CP-SAT's translation then needs no further scaling).
 ROW_SCALE = 10**6
+#: Most (job, slot, machine) cells of the exact model built (beyond it the model is refused up front).
+MAX_EXACT_CELLS = 50_000
+Placement = Mapping[int, Mapping[int, tuple[Mapping[int, int], Mapping[int, int]]]]
 
 
 @dataclass(frozen=True)
@@ -296,3 +303,92 @@ def tasks_from_model(m: pyo.ConcreteModel) -> dict[int, list[tuple[int, int, int
         if pyo.value(m.z[key]) > 0.5:
             out[key[0]].append((key[1], key[2], key[3]))
     return {i: sorted(v) for i, v in out.items()}
+
+
+def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
+    """The offline MILP of spec 001 section 2.4 with the family's objective (unfinished jobs at ``C = T``),
+    for the ``ps_placement`` the checker enforces (free: :func:`free_model`)."""
+    if options.get("locality", "job") != "job":
+        raise OptionError("the exact MILP is linear only for job-level locality (pitfall P2); use --set locality=job",
+                          field="--set locality")
+    view = locality_view(instance)
+    check_size(view, instance.file)
+    cells = sum((view.slots - job.arrival) * job.w_max for job in view.jobs) * view.H
+    if cells > MAX_EXACT_CELLS:
+        raise InstanceError(f"the exact model would have {cells} (job, slot, machine, workers) patterns, more than the "
+                            f"{MAX_EXACT_CELLS} it builds; use an algorithm", instance.file, "time.slots")
+    if options.get("ps_placement", "free") == "free":
+        m = free_model(view.jobs, view.capacity, view.slots, unfinished=True)
+    else:
+        m = offline_model(view.jobs, view.capacity, view.slots, unfinished=True)
+    m._view = view
+    return m
+
+
+def decision(view: LocalityView, placement: Placement, completion: Mapping[int, int],
+             extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Slots up to each job's completion (unfinished jobs: none); ``placement``: job -> slot -> (workers, PSs) per machine."""
+    schedule: dict[str, list[dict[str, Any]]] = {}
+    migrations: dict[str, int] = {}
+    for i, job in enumerate(view.jobs):
+        if i not in completion:
+            continue
+        by_slot = {t: here for t, here in placement.get(i, {}).items() if t <= completion[i]}
+        entries = []
+        for t in sorted(by_slot):
+            workers, ps = by_slot[t]
+            entries.append({"slot": int(t),
+                            "workers": {view.servers[h]: int(n) for h, n in sorted(workers.items()) if n},
+                            "ps": {view.servers[h]: int(n) for h, n in sorted(ps.items()) if n}})
+        schedule[job.id] = entries
+        machines = [frozenset(h for h, n in {**by_slot[t][0], **by_slot[t][1]}.items() if n) for t in sorted(by_slot)]
+        migrations[job.id] = sum(a != b for a, b in zip(machines, machines[1:]))
+    done = sorted(completion)
+    return {
+        "admitted": [view.jobs[i].id for i in done],
+        "schedule": schedule,
+        "extra": {
+            "completion": {view.jobs[i].id: int(completion[i]) for i in done},
+            "unfinished": [j.id for i, j in enumerate(view.jobs) if i not in completion],
+            "migrations": migrations,
+            **dict(extra or {}),
+        },
+    }
+
+
+def executed(view: LocalityView, i: int, by_slot: Mapping[int, tuple[Mapping[int, int], Mapping[int, int]]],
+             locality: str = "job") -> int | None:
+    """First slot whose cumulative work at the true rates (as the checker counts it) reaches ``V``."""
+    done = 0.0
+    for t in sorted(by_slot):
+        w, s = np.zeros(view.H), np.zeros(view.H)
+        for h, n in by_slot[t][0].items():
+            w[h] += n
+        for h, n in by_slot[t][1].items():
+            s[h] += n
+        done += view.slot_work(i, w, s, locality)
+        if done >= view.jobs[i].work * (1 - CHECK_TOL) - CHECK_TOL:  # the checker's rule
+            return t
+    return None
+
+
+def decision_from_model(instance: Instance, options: Mapping[str, Any], model: pyo.ConcreteModel) -> dict[str, Any]:
+    """The selected placement, with each job's completion where its work reaches ``V``.
+
+    In an optimal solution that is the slot of its completion indicator; an unproven incumbent
+    may finish a job earlier than its indicator (or at all when the indicator says ``T``).
+    """
+    view: LocalityView = model._view
+    placement = placement_from_model(model)
+    completion = {}
+    for i in range(len(view.jobs)):
+        done = executed(view, i, placement.get(i, {}))
+        if done is not None:
+            completion[i] = done
+    return decision(view, placement, completion)
+
+
+def rescore(instance: Instance, options: Mapping[str, Any], decision: Mapping[str, Any]) -> float:
+    view = locality_view(instance)
+    index = {job.id: i for i, job in enumerate(view.jobs)}
+    return total_delay(view, {index[j]: t for j, t in decision["extra"]["completion"].items()})

@@ -1,4 +1,8 @@
-"""What every solve takes (:class:`SolveOptions`) and what it returns (:class:`SolveReport`)."""
+"""What every solve takes (:class:`SolveOptions`) and what it returns (:class:`SolveReport`).
+
+A core module (it imports only :mod:`.errors` and :mod:`.tolerances`): :mod:`.io` reads and writes reports in solution
+files and :mod:`.solvers` produces them, so the types sit below both.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from ..errors import OptionError
+from .errors import OptionError
+from .tolerances import SAME_VALUE_TOL
 
 #: Outcomes of a solve.  ``failed`` is a heuristic that found no feasible decision, which proves nothing.
 #: ``disputed`` is an exact answer whose proof an independent solver refuted without the dispute
@@ -42,6 +47,9 @@ class SolveOptions:
     presolve
         Let the solver presolve (off only to re-solve a disputed model: presolve is where the
         solver defects we have met live).
+    log
+        Stream the solver's own log to stderr (``mlsched -v``); stdout stays for the answer, so
+        ``--json`` output is never mixed with it.
     """
 
     solver: str = "highs"
@@ -51,6 +59,7 @@ class SolveOptions:
     seed: int = 0
     certify: bool = True
     presolve: bool = True
+    log: bool = False
 
     def __post_init__(self) -> None:
         if not (self.time_limit > 0 and math.isfinite(self.time_limit)):
@@ -68,7 +77,7 @@ class SolveOptions:
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """``|bound - objective| / max(|objective|, |bound|)``, 0 when they agree to 1e-9.
+    """``|bound - objective| / max(|objective|, |bound|)``, 0 when they agree to :data:`SAME_VALUE_TOL`.
 
     The denominator keeps the gap finite when the objective is 0; it never exceeds the
     HiGHS definition ``|bound - objective| / |objective|``, so a solver that stopped at its
@@ -77,7 +86,7 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     if objective is None or bound is None or not math.isfinite(bound) or not math.isfinite(objective):
         return None
     diff = abs(bound - objective)
-    if diff <= 1e-9 * max(1.0, abs(objective)):
+    if diff <= SAME_VALUE_TOL * max(1.0, abs(objective)):
         return 0.0
     return diff / max(abs(objective), abs(bound))
 

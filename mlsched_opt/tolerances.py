@@ -1,0 +1,30 @@
+"""The numeric tolerances of every feasibility and objective comparison, named in one place.
+
+A core module (no imports): the checker, the certification of exact answers, the reports and
+the simulators that must agree with the checker read their tolerances here.  Changing one
+changes what the toolkit accepts, so each says why it has its value.
+"""
+
+#: Relative tolerance of every checker rule (capacities, work done, stated objectives): solvers
+#: return integer variables and work sums as floats a few ulps off, never off by a millionth.
+CHECK_TOL = 1e-6
+
+#: Relative remaining work below which a harmony job counts as finished, in the simulator and the
+#: checker alike: advancing time event by event leaves a float residue of that order.
+DONE_TOL = 1e-9
+
+#: Smallest relative difference certification treats as a different objective: CP-SAT's float
+#: objectives are exact only to about 1e-6.
+CERTIFY_REL_TOL = 1e-6
+
+#: Absolute slack on objective comparisons, so that two optima at 0 compare equal.
+OBJECTIVE_ABS_TOL = 1e-9
+
+#: Relative difference at which a bound equals its objective (the gap is reported as 0), and by
+#: which a rescored decision must beat its reported objective: float round-off, not a better answer.
+SAME_VALUE_TOL = 1e-9
+
+#: Slack on a solver's "optimal" against the requested gap: the noise of evaluating a rescaled
+#: objective in floating point (CP-SAT scales rows and objectives by powers of ten), not a gap any
+#: solver could close.
+GAP_SLACK = 1e-8

@@ -1,0 +1,117 @@
+"""The wheel works outside the checkout.
+
+Builds the wheel from a copy of the working tree (the build leaves nothing in the checkout),
+installs it with ``pip install --no-deps --target`` into a folder of its own, and runs the CLI
+from a folder outside the repository with only that folder added to the path (the dependencies
+come from the running environment; the editable install of the checkout cannot shadow it, which
+is asserted).  No dependency is downloaded: the build runs without isolation when this
+environment has setuptools >= 77 (the build requirement), else pip fetches setuptools.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: what the build reads: pyproject.toml's project, readme, license, packages and package-dir
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "mlsched_opt", "models")
+
+pytestmark = pytest.mark.slow
+
+
+def _setuptools_major() -> int:
+    try:
+        return int(version("setuptools").split(".")[0])
+    except (PackageNotFoundError, ValueError):
+        return 0
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MLSCHED_CATALOG", "PYTHONSAFEPATH")}
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", **extra)
+    return env
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(map(str, args))} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in SOURCES:
+        path = ROOT / name
+        (shutil.copytree(path, src / name, ignore=ignore) if path.is_dir() else shutil.copy2(path, src / name))
+    isolation = ["--no-build-isolation"] if _setuptools_major() >= 77 else []
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", str(tmp / "dist"), str(src)],
+         cwd=tmp, env=_env())
+    (found,) = (tmp / "dist").glob("mlsched_opt-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("site")
+    _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(target), str(wheel)],
+         cwd=target, env=_env())
+    return target.resolve()
+
+
+def test_the_wheel_carries_the_catalog_the_policy_the_schemas_and_every_module(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    catalog = sorted(p.name for p in (ROOT / "models").iterdir() if p.suffix in (".toml", ".json", ".pt"))
+    assert "harmony-drl.pt" in catalog and len(catalog) > 6
+    assert {f"mlsched_opt/models/{n}" for n in catalog} <= names
+    assert {"mlsched_opt/py.typed", "mlsched_opt/io/instance.schema.json", "mlsched_opt/io/solution.schema.json",
+            "mlsched_opt/io/workload.schema.json"} <= names
+    # pyproject.toml lists the packages: a subpackage missing from that list would be missing here
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "mlsched_opt").rglob("*.py") if "__pycache__" not in p.parts}
+    assert modules - names == set()
+    info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    assert f"{info}/licenses/LICENSE" in names
+    metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    assert "License-Expression: MIT" in metadata and "Provides-Extra: notebook" in metadata
+    assert "mlsched = mlsched_opt.cli:main" in zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
+
+
+def test_the_installed_wheel_validates_solves_and_checks_the_demo_outside_the_checkout(installed, tmp_path):
+    env = _env(PYTHONPATH=str(installed))
+    shutil.copy(ROOT / "instances" / "demo.toml", tmp_path / "demo.toml")
+    python = [sys.executable, "-m", "mlsched_opt"]
+
+    where = _run([sys.executable, "-c", "import mlsched_opt, mlsched_opt.io.catalog as c; "
+                  "print(mlsched_opt.__file__); print(c.shipped_catalog_dir())"], tmp_path, env).stdout.split("\n")
+    assert Path(where[0]).is_relative_to(installed), where  # the wheel, not the checkout's editable install
+    assert Path(where[1]) == installed / "mlsched_opt" / "models", where
+
+    script = installed / "bin" / "mlsched"  # the console entry point pip wrote
+    assert "demo.toml: valid" in _run([str(script), "validate", "demo.toml"], tmp_path, env).stdout
+    _run(python + ["solve", "demo.toml", "--method", "exact", "--solver", "highs", "--out", "exact.sol.json"], tmp_path, env)
+    _run(python + ["solve", "demo.toml", "--method", "ffd", "--out", "ffd.sol.json"], tmp_path, env)
+    assert (tmp_path / "ffd.sol.json").is_file()
+    _run(python + ["check", "demo.toml", "exact.sol.json"], tmp_path, env)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the rl extra (torch) is not installed")
+def test_the_installed_wheel_runs_harmony_with_the_shipped_policy(installed, tmp_path):
+    env = _env(PYTHONPATH=str(installed))
+    shutil.copy(ROOT / "instances" / "harmony-toy.toml", tmp_path / "toy.toml")
+    solve = [sys.executable, "-m", "mlsched_opt", "solve", "toy.toml", "--method", "drl", "--out", "drl.sol.json", "--json"]
+    report = json.loads(_run(solve, tmp_path, env).stdout)
+    assert f"model {installed / 'mlsched_opt' / 'models' / 'harmony-drl.pt'};" in report["message"]  # the shipped policy
+    _run([sys.executable, "-m", "mlsched_opt", "check", "toy.toml", "drl.sol.json"], tmp_path, env)
