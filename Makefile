@@ -31,8 +31,11 @@ setup-test: $(VENV)/.installed-test
 demo: setup
 	$(BIN)/mlsched compare instances/demo.toml
 
+# lint and type-check first (seconds), then the suite; configuration in pyproject.toml
 test: setup-test
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -75,7 +75,8 @@ def main() -> None:
                        objective=rep.get("objective"), check="ok" if (rep.get("check") or {}).get("feasible") else "FAILED")
             rows.append(row)
             print(row, file=sys.stderr)
-    keys = ["source", "problem", "args", "jobs", "servers", "gpus", "method", "import_s", "solve_s", "method_s", "status", "objective", "check", "message"]
+    keys = ["source", "problem", "args", "jobs", "servers", "gpus", "method", "import_s", "solve_s", "method_s", "status", "objective",
+            "check", "message"]
     with open(args.out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
@@ -84,7 +85,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         if "jobs" not in r:
-            print(f"| {r['source']} → {r['problem']} | – | – | {r['import_s']} | {r['method']} | {r['status']} | – |")
+            print(f"| {r['source']} → {r['problem']} | – | – | {r['import_s']} | {r['method']} | {r['status']} | – |")  # noqa: RUF001 -- an en dash marks an empty cell
             continue
         print(f"| {r['source']} → {r['problem']} {r['args']} | {r['jobs']:,} | {r['servers']:,} ({r['gpus']:,g}) | {r['import_s']} | "
               f"{r['method']} | {r.get('solve_s', '-')} ({r.get('method_s', '-')}) | {r['check']} |")

@@ -13,7 +13,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -37,7 +37,7 @@ class _StderrHandler(logging.StreamHandler):
     swap the stream between commands run in one process."""
 
     @property
-    def stream(self):  # type: ignore[override]
+    def stream(self):
         return sys.stderr
 
     @stream.setter
@@ -141,7 +141,7 @@ class _Names(click.Choice):
         from click.shell_completion import CompletionItem
 
         done, _, last = incomplete.rpartition(self.sep) if self.sep else ("", "", incomplete)
-        prefix = done + self.sep if done else ""
+        prefix = done + self.sep if done and self.sep else ""
         names = self.choices
         if self._load is _method_names:  # the methods of the problem already on the command line
             names = tuple(_method_names((ctx.params or {}).get("problem")))
@@ -299,7 +299,7 @@ def decision_table(decision: dict[str, Any] | None, job_ids: list[str], limit: i
             workers = _counts([s.get("workers") or {} for s in steps])
             ps = _counts([s.get("ps") or {} for s in steps])
         else:
-            alloc = next((v[job] for v in counts.values() if job in v), {})
+            alloc: dict[str, Any] = next((v[job] for v in counts.values() if job in v), {})
             workers, ps = _fmt(alloc.get("workers")), _fmt(alloc.get("ps"))
         row = [job, workers, ps]
         if schedule:
@@ -338,7 +338,7 @@ def decision_table(decision: dict[str, Any] | None, job_ids: list[str], limit: i
 
 
 def _parse_sets(pairs: tuple[str, ...]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for pair in pairs:
         if "=" not in pair:
             raise OptionError(f"expected KEY=VALUE, got {pair!r}", field="--set")
@@ -410,7 +410,7 @@ class _Commands(click.Group):
     """The commands, with ``bench`` imported only when it is run or listed (its module pulls in the
     comparison harness: 0.3 s that no other command should pay at start-up)."""
 
-    LAZY = {"bench": ("mlsched_opt.bench.cli", "bench")}
+    LAZY: ClassVar[dict[str, tuple[str, str]]] = {"bench": ("mlsched_opt.bench.cli", "bench")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -480,11 +480,8 @@ def validate(ctx: click.Context, file: str) -> int:
 @click.pass_context
 def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, threads, seed, out, as_json, **shorthands) -> int:
     """Solve an instance FILE with one method; the answer is checked independently."""
-    from .problems import check_solution
-
     from .io.files import check_writable
-
-    from .problems import REGISTRY
+    from .problems import REGISTRY, check_solution
 
     started = time.perf_counter()
     inst = _load(file, ctx.obj["catalog"])
@@ -581,8 +578,8 @@ def check(ctx, file, solution, problem, sets, as_json) -> int:
       mlsched solve instances/demo.toml --method ffd --out ffd.sol.json
       mlsched check instances/demo.toml ffd.sol.json
     """
-    from .problems import check_solution
     from .io.solution import read_solution
+    from .problems import check_solution
 
     inst = _load(file, ctx.obj["catalog"])
     sol = read_solution(solution)
@@ -626,7 +623,8 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
     options = family.resolve_options(inst, _parse_sets(sets))
     fmt = fmt or Path(output).suffix.lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
-        raise OptionError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r} (use --format or a .mps/.lp name)", field="--format")
+        raise OptionError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r} (use --format or a .mps/.lp name)",
+                          field="--format")
     inputs = (file, *_catalog_files(inst.catalog))
     check_writable(output, inputs)  # before building the model
     model = family.build_model(inst, options)
@@ -808,7 +806,8 @@ def compare(ctx, file, problem, methods, solvers, sets, certify, solver, time_li
 @cli.command()
 @click.option("--problem", type=PROBLEM, required=True, help="Problem family with a learned method (harmony).")
 @click.option("--episodes", type=click.IntRange(min=1), required=True, help="Reinforcement-learning episodes (one generated trace each).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seeds the traces, the networks and the exploration.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seeds the traces, the networks and the exploration.")
 @click.option("-o", "--output", required=True, metavar="MODEL", help="Where to write the trained policy (e.g. models/harmony-drl.pt).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Training option (see `mlsched info`).")
 def train(problem, episodes, seed, output, sets) -> int:
@@ -818,10 +817,9 @@ def train(problem, episodes, seed, output, sets) -> int:
     Example:
       mlsched train --problem harmony --episodes 200 --seed 0 -o models/harmony-drl.pt
     """
+    from .io.files import check_writable
     from .problems import get_family
     from .problems.base import TrainSpec
-
-    from .io.files import check_writable
 
     family = get_family(problem)
     if family.train is None:
@@ -837,8 +835,12 @@ def train(problem, episodes, seed, output, sets) -> int:
             path = family.train(spec)
     else:  # a log file gets a line every 5% instead of a bar it cannot show
         every = max(1, episodes // 20)
-        spec.progress = lambda episode, message: (episode % every == 0 or episode == episodes) and log.info(
-            "episode %d/%d: %s", episode, episodes, message)
+
+        def progress(episode: int, message: str) -> None:
+            if episode % every == 0 or episode == episodes:
+                log.info("episode %d/%d: %s", episode, episodes, message)
+
+        spec.progress = progress
         log.info("training %s: reward model, warm-up, then %d episodes", family.name, episodes)
         path = family.train(spec)
     click.echo(f"wrote {path}")
@@ -907,7 +909,9 @@ def completion(shell: str) -> int:
     """
     from click.shell_completion import get_completion_class
 
-    script = get_completion_class(shell)(cli, {}, "mlsched", "_MLSCHED_COMPLETE").source()
+    completer = get_completion_class(shell)
+    assert completer is not None  # `shell` is a click.Choice of the shells click completes
+    script = completer(cli, {}, "mlsched", "_MLSCHED_COMPLETE").source()
     click.echo(script)
     return 0
 

@@ -7,8 +7,9 @@ files and :mod:`.solvers` produces them, so the types sit below both.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import OptionError
 from .tolerances import SAME_VALUE_TOL
@@ -147,7 +148,7 @@ class SolveReport:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SolveReport":
+    def from_dict(cls, data: Mapping[str, Any]) -> SolveReport:
         return cls(
             status=data["status"], objective=data.get("objective"), bound=data.get("bound"),
             sense=data["sense"], solver=data.get("solver", ""), solver_version=data.get("solver_version", ""),

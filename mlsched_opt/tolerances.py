@@ -28,3 +28,8 @@ SAME_VALUE_TOL = 1e-9
 #: objective in floating point (CP-SAT scales rows and objectives by powers of ten), not a gap any
 #: solver could close.
 GAP_SLACK = 1e-8
+
+#: Magnitude at which a solver's number means "infinite": HiGHS (option infinite_bound) and SCIP
+#: (infinity()) both use 1e20, and SCIP's getDualbound() returns -1e20 when it has proven nothing.
+#: A bound at or beyond it is no bound.
+SOLVER_INFINITY = 1e20

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import copy
-import math
 import json
+import math
 import subprocess
 import sys
 
@@ -37,19 +37,26 @@ CASES = {
     "wrong type": (lambda d: d["jobs"][3]["demand"]["worker"].__setitem__("gpu", "one"), "jobs[3].demand.worker.gpu", "expected number"),
     "missing field": (lambda d: d["jobs"][2].pop("workers"), "jobs[2].workers", "missing required field"),
     "unknown field": (lambda d: d["jobs"][1].__setitem__("priority", 3), "jobs[1].priority", "unknown field"),
-    "unknown nested field": (lambda d: d["cluster"]["servers"][0]["capacity"].__setitem__("gpus", 4), "cluster.servers[0].capacity.gpus", "unknown field"),
-    "negative capacity": (lambda d: d["cluster"]["servers"][1]["capacity"].__setitem__("cpu", -8), "cluster.servers[1].capacity.cpu", "must be >= 0"),
+    "unknown nested field": (lambda d: d["cluster"]["servers"][0]["capacity"].__setitem__("gpus", 4), "cluster.servers[0].capacity.gpus",
+                             "unknown field"),
+    "negative capacity": (lambda d: d["cluster"]["servers"][1]["capacity"].__setitem__("cpu", -8), "cluster.servers[1].capacity.cpu",
+                          "must be >= 0"),
     "unknown model": (lambda d: d["jobs"][4].__setitem__("model", "resnet51"), "jobs[4].model", "unknown model 'resnet51'"),
-    "job fits on no server": (lambda d: d["jobs"][3]["demand"]["worker"].__setitem__("gpu", 16), "jobs[3].demand.worker.gpu", "fits on no server"),
-    "job needs a GPU model nobody has": (lambda d: d["jobs"][0].__setitem__("gpu_models", ["A100"]), "jobs[0].demand.worker", "no server may host"),
+    "job fits on no server": (lambda d: d["jobs"][3]["demand"]["worker"].__setitem__("gpu", 16), "jobs[3].demand.worker.gpu",
+                              "fits on no server"),
+    "job needs a GPU model nobody has": (lambda d: d["jobs"][0].__setitem__("gpu_models", ["A100"]), "jobs[0].demand.worker",
+                                         "no server may host"),
     "min above max": (lambda d: d["jobs"][0].__setitem__("workers", {"min": 4, "max": 2}), "jobs[0].workers", "min 4 > max 2"),
     "duplicate job id": (lambda d: d["jobs"][5].__setitem__("id", d["jobs"][0]["id"]), "jobs[5].id", "duplicate id"),
     "bad utility kind": (lambda d: d["jobs"][0].__setitem__("utility", {"kind": "cubic"}), "jobs[0].utility.kind", "must be one of"),
-    "sigmoid missing gamma": (lambda d: d["jobs"][0].__setitem__("utility", {"kind": "sigmoid", "gamma1": 1, "gamma2": 1}), "jobs[0].utility.gamma3", "missing required field"),
-    "bad override": (lambda d: d["jobs"][0].__setitem__("overrides", {"size": {"parameters_m": -1, "gradient_mb": 1, "source": "x"}}), "jobs[0].overrides.size.parameters_m", "must be > 0"),
+    "sigmoid missing gamma": (lambda d: d["jobs"][0].__setitem__("utility", {"kind": "sigmoid", "gamma1": 1, "gamma2": 1}),
+                              "jobs[0].utility.gamma3", "missing required field"),
+    "bad override": (lambda d: d["jobs"][0].__setitem__("overrides", {"size": {"parameters_m": -1, "gradient_mb": 1, "source": "x"}}),
+                     "jobs[0].overrides.size.parameters_m", "must be > 0"),
     "wrong format": (lambda d: d.__setitem__("format", "mlsched-instance/9"), "format", "must be one of"),
     "boolean is not a number": (lambda d: d["jobs"][0].__setitem__("weight", True), "jobs[0].weight", "expected number"),
-    "arrival outside horizon": (lambda d: (d.__setitem__("time", {"slots": 4}), d["jobs"][0].__setitem__("arrival_slot", 4)), "jobs[0].arrival_slot", "outside the horizon"),
+    "arrival outside horizon": (lambda d: (d.__setitem__("time", {"slots": 4}), d["jobs"][0].__setitem__("arrival_slot", 4)),
+                                "jobs[0].arrival_slot", "outside the horizon"),
     "allreduce with ps": (lambda d: d["jobs"][0].__setitem__("ps", {"count": 1}), "jobs[0].ps", "all-reduce job has no parameter servers"),
 }
 
@@ -189,7 +196,7 @@ def test_unwritable_output_is_one_line_exit_2(kind, case, tmp_path, run):
     assert words in _one_error_line(err, target)
     if before is not None:
         assert target.read_bytes() == before
-    assert not [p for p in tmp_path.rglob(".*.tmp*")], "a temporary file was left behind"
+    assert not list(tmp_path.rglob(".*.tmp*")), "a temporary file was left behind"
 
 
 @pytest.mark.parametrize("kind", ["solve", "export"])
@@ -337,7 +344,7 @@ _HUGE = [math.nan, math.inf, -math.inf, 2**53 + 1, -(2**60), 1e300, 10**400]
 def test_validator_refuses_non_finite_and_huge_whatever_the_schema_says(value, schema):
     from mlsched_opt.io.schema import SchemaViolation, validate
 
-    with pytest.raises(SchemaViolation, match="finite|2\\*\\*53"):
+    with pytest.raises(SchemaViolation, match=r"finite|2\*\*53"):
         validate(value, schema)
     validate(2**53, schema)  # the bound itself is fine
 
@@ -438,7 +445,8 @@ SIZE_CASES = {
     "server count 1e8": (lambda d: d["cluster"]["servers"][0].__setitem__("count", 10**8), "cluster.servers[0].count", "servers"),
     "workers 1e9": (lambda d: d["jobs"][0].__setitem__("workers", {"min": 1, "max": 10**9}), "jobs[0].workers", "tasks"),
     "slots 1e12": (lambda d: d.__setitem__("time", {"slots": 10**12}), "time.slots", "slots"),
-    "cells": (lambda d: (d.__setitem__("time", {"slots": 9_000}), d["cluster"]["servers"][0].__setitem__("count", 500)), "time.slots", "cells"),
+    "cells": (lambda d: (d.__setitem__("time", {"slots": 9_000}), d["cluster"]["servers"][0].__setitem__("count", 500)), "time.slots",
+              "cells"),
     "jobs": (lambda d: d.__setitem__("jobs", d["jobs"] * 1000), "jobs", "jobs"),
 }
 

@@ -342,7 +342,7 @@ def test_crashing_tasks_become_error_rows_and_the_sweep_completes(tmp_path, monk
 # --- references, disputes and the report ---------------------------------------------------------
 
 def _row(label, role, method, status, objective, check="ok", bound=None, certified_by="x", sense="max"):
-    row = {c: None for c in tasks_mod.COLUMNS}
+    row = dict.fromkeys(tasks_mod.COLUMNS)
     row.update(instance="i", problem_options="{}", label=label, role=role, method=method, status=status,
                objective=objective, bound=bound, check=check, sense=sense, certified_by=certified_by, message="",
                solver="", solver_version="", setting="s", problem="packing", wall_s=0.1, jobs=4)
@@ -382,7 +382,7 @@ def test_best_reference_is_the_best_checked_answer_never_certified():
     assert [r["reference"] for r in rows] == [8.0] * 4 and {r["reference_kind"] for r in rows} == {"best"}
     assert [r["ratio"] for r in rows] == [1.25, 1.0, None, None]
     assert not any(r["certified"] for r in rows) and rows[3]["status"] == "disputed"
-    (a, b, c, d) = report.summarize(rows)
+    (a, _b, c, _d) = report.summarize(rows)
     assert (a["mean_objective"], c["mean_objective"]) == (10.0, None)  # only checked answers are averaged
 
 
@@ -405,7 +405,7 @@ def test_report_hooks_and_missing_pyarrow(local_runs, tmp_path, monkeypatch):
 
     def hook(rows, out, plt):
         seen.append(len(rows))
-        fig, ax = plt.subplots()
+        fig, _ax = plt.subplots()
         path = out / "family.png"
         fig.savefig(path)
         return [path]
@@ -440,9 +440,8 @@ def test_the_harness_stops_a_task_far_past_its_time_limit(monkeypatch):
 
 
 def test_hetero_row_extras_are_the_checked_fairness_measures():
-    from mlsched_opt.problems import check_solution
     from mlsched_opt.io import load_instance
-    from mlsched_opt.problems import get_family
+    from mlsched_opt.problems import check_solution, get_family
     from mlsched_opt.problems.hetero.methods import bench_extra
     from mlsched_opt.solvers import SolveOptions
 

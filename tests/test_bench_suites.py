@@ -36,3 +36,12 @@ def test_no_benchmark_script_rewrites_the_harness():
     start-up of every import pair (import_traces.py), which no one-family suite can express."""
     scripts = {p.relative_to(BENCHMARKS).as_posix() for p in BENCHMARKS.rglob("*.py")}
     assert scripts == {"import_traces.py", "micro/certify_cost.py", "micro/harmony_search.py", "micro/locality_lp.py"}
+
+
+def test_an_inline_table_replaces_a_whole_table():
+    """What the suite files advise for an LP-bound variant: the exact-only keys go with the table."""
+    path = BENCHMARKS / "hetero_scale.toml"
+    with pytest.raises(Exception, match="solvers applies to method"):
+        load_suite(path, sets=["reference.method=lp"])
+    suite = load_suite(path, sets=['reference={method="lp"}'])
+    assert suite.reference == "lp" and [m.kind for m in suite.reference_methods] == ["lp"]

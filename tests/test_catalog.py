@@ -54,7 +54,7 @@ def test_gavel_figures_match_the_data(catalog, data):
             if not m:
                 continue
             section, key = m.group(1), m.group(2)
-            model, scale = ast.literal_eval(key)
+            _model, scale = ast.literal_eval(key)
             assert scale == row["gpus"]
             assert section.split("_")[0] == row["gpu_model"].lower()
             assert ("unconsolidated" in section) == (row["placement"] == "spread")
@@ -145,10 +145,10 @@ def test_the_cli_reads_a_user_catalog_from_the_option_and_the_environment(tmp_pa
     inst.write_text(DEMO.read_text().replace('model = "bert"', 'model = "mine"', 1))
     code, _, err = run("validate", inst)
     assert code == 2 and "unknown model 'mine'" in err
-    code, out, err = run("--catalog", user, "validate", inst)
+    code, _out, err = run("--catalog", user, "validate", inst)
     assert code == 0, err
     monkeypatch.setenv("MLSCHED_CATALOG", str(user))
-    code, out, err = run("validate", inst)
+    code, _out, err = run("validate", inst)
     assert code == 0, err
     code, _, err = run("--catalog", tmp_path / "nowhere", "validate", inst)
     assert code == 2 and "workload catalog directory not found" in err and str(tmp_path / "nowhere") in err

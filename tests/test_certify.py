@@ -126,7 +126,7 @@ def test_compare_disputes_an_optimum_a_checked_answer_beats(monkeypatch, run):
     code, out, err = run("compare", DEMO, "--methods", "exact,ffd", "--solvers", "highs")
     assert code == 1
     assert "beaten by ffd" in err
-    line = next(l for l in out.splitlines() if l.startswith("exact"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("exact"))
     assert "disputed" in line
 
 
@@ -144,7 +144,7 @@ def test_unknown_solver_names_are_refused_without_probing(monkeypatch, run, tmp_
     script.write_text(f"#!/bin/sh\ntouch {tmp_path / 'ran'}\n")
     script.chmod(0o755)
     for name in (str(script), "./solver.sh", "no-such-solver", "scip_direct"):
-        code, out, err = run("solve", DEMO, "--solver", name)
+        code, _out, err = run("solve", DEMO, "--solver", name)
         assert code == 2 and "--solver: unknown solver" in err and "Traceback" not in err
     assert probed == [] and not (tmp_path / "ran").exists()
 
@@ -165,7 +165,7 @@ def test_a_formulation_every_solver_agrees_on_but_the_checker_rejects_is_shown(m
         return run_
 
     monkeypatch.setattr(solvers_pkg, "backend_for", backend_for)
-    code, out, err = run("solve", DEMO, "--json")
+    code, out, _err = run("solve", DEMO, "--json")
     doc = json.loads(out)
     assert code == 1 and doc["status"] == "disputed" and doc["check"]["feasible"] is False
 
@@ -188,7 +188,7 @@ def test_a_referee_that_breaks_down_is_no_opinion(monkeypatch):
 
 @pytest.mark.parametrize("bad", [["--seed", str(2**31)], ["--seed", "99999999999"], ["--threads", "100000"]])
 def test_seeds_and_threads_the_solvers_cannot_take_are_user_errors(run, bad):
-    code, out, err = run("solve", DEMO, *bad)
+    code, _out, err = run("solve", DEMO, *bad)
     assert code == 2 and bad[0] in err and "Traceback" not in err
 
 

@@ -181,8 +181,7 @@ def test_outputs_never_overwrite_catalog_files_and_solutions_are_json(run, tmp_p
 
 
 def test_the_api_honours_the_instance_options_table_like_the_cli(tmp_path):
-    from mlsched_opt.problems import check_solution
-    from mlsched_opt.problems import get_family
+    from mlsched_opt.problems import check_solution, get_family
     from mlsched_opt.solvers import SolveOptions
 
     inst_path = tmp_path / "p.toml"
@@ -282,10 +281,10 @@ def test_no_python_none_in_text_output(run):
 
         algorithm = next(m for m, meth in get_family(fam).methods.items() if meth.kind not in ("exact", "oracle") and meth.available)
         for method in ("exact", algorithm):
-            code, out, err = run("solve", inst, "--method", method, "--time-limit", "2")
+            _code, out, err = run("solve", inst, "--method", method, "--time-limit", "2")
             assert "None" not in out + err and "Traceback" not in err, (name, method, out, err)
     for name in ("demo", "oasis-toy", "harmony-toy"):
-        code, out, err = run("compare", ROOT / "instances" / f"{name}.toml", "--time-limit", "2", "--solvers", "highs")
+        _code, out, err = run("compare", ROOT / "instances" / f"{name}.toml", "--time-limit", "2", "--solvers", "highs")
         assert "None" not in out + err and "Traceback" not in err, (name, out, err)
 
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 
@@ -367,7 +368,8 @@ def option_groups(family: str) -> dict[str, tuple[tuple[Option, ...], Any]]:
         "problem": (fam.options, fam.parse_options),
         "generate": (fam.generate_options, fam.parse_generate_options),
         "train": (fam.train_options, lambda raw: parse_values(fam.train_options, raw, "--set", f"{family} training")),
-        "import": (fam.trace.options if fam.trace else (), lambda raw: parse_values(fam.trace.options, raw, "--set", f"importing into {family}")),
+        "import": (fam.trace.options if fam.trace else (),
+                   lambda raw: parse_values(fam.trace.options, raw, "--set", f"importing into {family}")),
     }
 
 

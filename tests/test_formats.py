@@ -44,7 +44,8 @@ def test_groups_expand_and_extra_resources_count(catalog):
     doc = {"format": "mlsched-instance/1", "cluster": {"servers": [
         {"name": "a", "count": 3, "capacity": {"gpu": 2, "extra": {"nvme_tb": 4}}},
         {"name": "b", "role": "ps", "capacity": {"cpu": 8}}]},
-        "jobs": [{"id": "x", "architecture": "allreduce", "workers": {"count": 2}, "demand": {"worker": {"gpu": 1, "extra": {"nvme_tb": 1}}}}]}
+        "jobs": [{"id": "x", "architecture": "allreduce", "workers": {"count": 2},
+                  "demand": {"worker": {"gpu": 1, "extra": {"nvme_tb": 1}}}}]}
     inst = from_document(doc, catalog=catalog)
     assert [s.name for s in inst.servers] == ["a/0", "a/1", "a/2", "b"]
     assert inst.resource_names() == ["gpu", "cpu", "nvme_tb"]
@@ -112,12 +113,14 @@ def test_validator_refuses_keywords_it_does_not_implement():
 
 _keys = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), min_size=1, max_size=8)
 _scalars = st.one_of(st.integers(-10**9, 10**9), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=10), st.booleans())
-_inline = st.recursive(_scalars, lambda inner: st.one_of(st.lists(_scalars, max_size=3), st.dictionaries(_keys, inner, max_size=3)), max_leaves=6)
+_inline = st.recursive(_scalars, lambda inner: st.one_of(st.lists(_scalars, max_size=3), st.dictionaries(_keys, inner, max_size=3)),
+                       max_leaves=6)
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.dictionaries(_keys, st.one_of(_inline, st.dictionaries(_keys, _inline, max_size=3),
-                                        st.lists(st.dictionaries(_keys, _inline, min_size=1, max_size=3), min_size=1, max_size=3)), max_size=5))
+                                        st.lists(st.dictionaries(_keys, _inline, min_size=1, max_size=3), min_size=1, max_size=3)),
+                       max_size=5))
 def test_toml_writer_round_trips(doc):
     assert tomllib.loads(dump_toml(doc)) == doc
 

@@ -13,13 +13,12 @@ import pytest
 from mlsched_opt.cli import main
 from mlsched_opt.io import from_document, load_catalog, load_instance
 from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution
-from mlsched_opt.problems.harmony.check import _speed as checker_speed
-from mlsched_opt.problems.harmony.check import check as harmony_check
 from mlsched_opt.problems.harmony.baselines import make_heuristic, pair_table
+from mlsched_opt.problems.harmony.check import _speed as checker_speed, check as harmony_check
 from mlsched_opt.problems.harmony.exact import Myopic, count_vectors, exhaustive, job_options, static_jct, static_placements
+from mlsched_opt.problems.harmony.formulation import surrogate_values
 from mlsched_opt.problems.harmony.generate import generate
 from mlsched_opt.problems.harmony.simulate import simulate
-from mlsched_opt.problems.harmony.formulation import surrogate_values
 from mlsched_opt.problems.harmony.view import make_world, view_of
 from mlsched_opt.problems.harmony.world import Jobs, speeds, step_times
 from mlsched_opt.solvers import SolveOptions
@@ -667,8 +666,7 @@ def test_checker_never_crashes_on_any_json_value_anywhere():
 
 
 def test_checker_property_random_junk_never_crashes():
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     from mlsched_opt.checking.core import CheckResult
 

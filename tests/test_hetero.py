@@ -218,7 +218,7 @@ def test_market_engines_agree_on_the_total_valuation(seed):
         assert all(v is None for v in got.values())
         return
     value = {e: float(np.where(x > 0, gamma, 0).__mul__(x).sum()) for e, x in got.items()}
-    for e, x in got.items():
+    for x in got.values():
         assert (x.sum(axis=1) == sizes).all() and (x.sum(axis=0) <= counts).all()
     assert value["mm"] == pytest.approx(value["hungarian"])
     assert value["transport"] == pytest.approx(value["hungarian"])
@@ -368,7 +368,7 @@ def test_user_errors_name_the_field(tmp_path, run, edit, field):
 
 
 def test_too_large_for_the_oracles_is_a_user_error(run):
-    code, out, err = run("solve", ROOT / "instances" / "hetero-12gpus.toml", "--method", "brute-force")
+    code, _out, err = run("solve", ROOT / "instances" / "hetero-12gpus.toml", "--method", "brute-force")
     assert code == 2 and "--method" in err and "Traceback" not in err
 
 
@@ -427,7 +427,7 @@ def test_sampling_miss_rate_is_within_its_guarantee():
                  for s in range(runs))
     # binomial slack: three standard deviations above the bound
     assert misses / runs <= bound + 3 * np.sqrt(bound * (1 - bound) / runs) + 1e-9, (phi, bound, misses)
-    assert 0.05 < phi and bound < 0.8, (phi, bound)  # the bound is informative on this instance
+    assert phi > 0.05 and bound < 0.8, (phi, bound)  # the bound is informative on this instance
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -444,7 +444,7 @@ def test_direct_configuration_lp_equals_the_relaxed_pyomo_model(seed):
 
 
 def test_samples_flag_is_a_user_error_where_there_is_no_sampling(run):
-    code, out, err = run("solve", ROOT / "instances" / "demo.toml", "--method", "ffd", "--samples", "3")
+    code, _out, err = run("solve", ROOT / "instances" / "demo.toml", "--method", "ffd", "--samples", "3")
     assert code == 2 and "--samples" in err and "Traceback" not in err
 
 
@@ -677,5 +677,5 @@ def test_a_link_too_slow_for_any_all_reduce_is_refused_naming_the_field(run, tmp
     doc["cluster"]["servers"][0]["capacity"]["bandwidth_gbps"] = bandwidth
     inst_path.write_text(json.dumps(doc))
     for method in ("greedy", "exact"):
-        code, out, err = run("solve", inst_path, "--method", method)
+        code, _out, err = run("solve", inst_path, "--method", method)
         assert code == 2 and "cluster.servers[0].capacity.bandwidth_gbps" in err and "Traceback" not in err

@@ -77,7 +77,8 @@ def test_philly_and_pollux_bad_rows(run, tmp_path):
     cases = [("philly__philly_jobs.csv", PHILLY.replace("2017-10-09 06:13:03", "yesterday"), "philly_jobs.csv: row 3, column timestamp"),
              ("philly__philly_jobs.csv", PHILLY.replace("66.0,1", "nan,1"), "row 2, column duration"),
              ("philly__philly_jobs.csv", PHILLY.replace(",4,2951", ",-4,2951"), "row 3, column num_gpus"),
-             ("pollux__workloads__workload-1.csv", POLLUX.replace("bert-1,110,bert", "x,110,gpt5"), "workload-1.csv: row 3, column application")]
+             ("pollux__workloads__workload-1.csv", POLLUX.replace("bert-1,110,bert", "x,110,gpt5"),
+              "workload-1.csv: row 3, column application")]
     for name, text, says in cases:
         data = fake_data(tmp_path / name, **{name: text})
         source = "philly" if "philly" in name else "pollux"
@@ -148,13 +149,14 @@ def test_real_alibaba_pods_into_packing(run, tmp_path, data_dir):
     for job in inst.jobs:
         row = rows[job.id]
         assert job.worker_demand["cpu"] == int(row["cpu_milli"]) / 1000
-        assert job.worker_demand["gpu"] == pytest.approx(int(row["num_gpu"]) * (int(row["gpu_milli"]) / 1000 if row["num_gpu"] != "0" else 1))
+        share = int(row["gpu_milli"]) / 1000 if row["num_gpu"] != "0" else 1
+        assert job.worker_demand["gpu"] == pytest.approx(int(row["num_gpu"]) * share)
 
 
 @pytest.mark.parametrize("pods", ["gpuspec33", "multigpu50"])
 def test_every_pod_list_imports_whole_and_ffd_answers(run, tmp_path, data_dir, pods):
     out = tmp_path / f"{pods}.json"
-    code, text, err = run("import", "alibaba", "--problem", "packing", "--set", f"pods={pods}", "-o", out)
+    code, _text, err = run("import", "alibaba", "--problem", "packing", "--set", f"pods={pods}", "-o", out)
     assert code == 0, err
     inst = load_instance(out)
     assert len(inst.servers) == 1523 and sum(s.capacity.get("gpu", 0) for s in inst.servers) == 6212
@@ -193,7 +195,8 @@ def test_held_out_bad_traces(run, tmp_path, name, text, source, says):
     data = fake_data(tmp_path, **{name: text})
     problem = "packing" if source == "alibaba" else "locality"
     out = tmp_path / "out.toml"
-    code, _, err = run("import", source, "--problem", problem, "--data", data, "-o", out, "--set", "cluster=gavel" if source != "alibaba" else "pods=default")
+    code, _, err = run("import", source, "--problem", problem, "--data", data, "-o", out, "--set",
+                       "cluster=gavel" if source != "alibaba" else "pods=default")
     assert code == 2 and says in err and err.count("\n") == 1, err
     assert not out.exists()
 

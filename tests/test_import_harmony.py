@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -91,7 +91,7 @@ def test_arrivals_gpus_and_work_are_the_csv_rows(run, tmp_path, data_dir):
     with open(data_dir / "philly/philly_jobs.csv", newline="") as fh:
         for row, rec in enumerate(csv.reader(fh), start=1):
             if row > 1 and rec:
-                rows[row] = (datetime.fromisoformat(rec[0]).replace(tzinfo=timezone.utc).timestamp(), float(rec[1]), int(rec[2]))
+                rows[row] = (datetime.fromisoformat(rec[0]).replace(tzinfo=UTC).timestamp(), float(rec[1]), int(rec[2]))
     order = sorted(rows, key=lambda r: (rows[r][0], r))
     assert [int(j.id.split("-")[1]) for j in inst.jobs] == order[7000:7040]
     picked = [rows[int(j.id.split("-")[1])] for j in inst.jobs]

@@ -7,7 +7,7 @@ the error cases use a tiny data folder made here.
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -119,7 +119,7 @@ def test_philly_jobs_are_the_csv_rows_with_the_stated_work(run, tmp_path, data_d
     assert "jobs 1,001..1,040 of 82,247 by submit time" in src
     with open(data_dir / "philly/philly_jobs.csv", newline="") as fh:
         table = list(csv.DictReader(fh))
-    stamp = [datetime.fromisoformat(r["timestamp"]).replace(tzinfo=timezone.utc).timestamp() for r in table]
+    stamp = [datetime.fromisoformat(r["timestamp"]).replace(tzinfo=UTC).timestamp() for r in table]
     order = sorted(range(len(table)), key=lambda i: (stamp[i], i))[1000:1040]
     assert [j.id for j in inst.jobs] == [f"philly-{i + 2}" for i in order]  # row = index + 2 (header is row 1)
     catalog = load_catalog()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -35,7 +35,7 @@ def philly_rows(data_dir: Path) -> dict[int, tuple[float, float, int]]:
         for row, rec in enumerate(csv.reader(fh), start=1):
             if row == 1 or not rec:
                 continue
-            stamp = datetime.fromisoformat(rec[0]).replace(tzinfo=timezone.utc).timestamp()
+            stamp = datetime.fromisoformat(rec[0]).replace(tzinfo=UTC).timestamp()
             out[row] = (stamp, float(rec[1]), int(rec[2]))
     return out
 

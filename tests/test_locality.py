@@ -1,4 +1,5 @@
-"""Locality (spec 001): the PC-ILP, its LP, RR-PC and the repair on the toy of section 7, and the family (view, methods, checker, generator, CLI)."""
+"""Locality (spec 001): the PC-ILP, its LP, RR-PC and the repair on the toy of section 7, and the family
+(view, methods, checker, generator, CLI)."""
 
 from __future__ import annotations
 
@@ -144,7 +145,7 @@ def test_rr_pc_never_violates_a_packing_row(seed):
     z = solve_lp(p)
     if z is None:
         return
-    a, lo, hi = p.rows()
+    a, _lo, hi = p.rows()
     rng = np.random.default_rng(seed)
     for _ in range(20):
         x = np.zeros(p.size)
@@ -164,7 +165,7 @@ def test_rr_pc_preserves_each_patterns_marginal():
         z[index(p, SPREAD, slot, 0, 1)] = 0.2
         z[index(p, SPREAD, slot, 0, 3)] = 0.1
         z[index(p, SPREAD, slot, 1, 4)] = 0.4
-    a, lo, hi = p.rows()
+    a, _lo, hi = p.rows()
     assert ((a @ z) <= hi + 1e-12).all()
     rng = np.random.default_rng(0)
     draws = 4000
@@ -218,9 +219,8 @@ def test_v_greedy_on_the_toy(solver, order, plan, total, completion):
 
 # --- the family: instance view, methods, checker, generator, CLI ----------------------------------
 
-from mlsched_opt.problems import check_solution  # noqa: E402
 from mlsched_opt.io import load_instance, read_document  # noqa: E402
-from mlsched_opt.problems import REGISTRY, GenerateSpec  # noqa: E402
+from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution  # noqa: E402
 from mlsched_opt.problems.locality.pcilp import SPREAD, earliest_deadline  # noqa: E402
 from mlsched_opt.problems.locality.view import locality_view  # noqa: E402
 
@@ -388,7 +388,7 @@ def test_user_errors_exit_2_and_name_the_field(run, tmp_path, edit, field):
 
 
 def test_rounding_flags_are_refused_where_nothing_rounds(run):
-    code, out, err = run("solve", ROOT / "instances" / "demo.toml", "--epsilon", "0.1")
+    code, _out, err = run("solve", ROOT / "instances" / "demo.toml", "--epsilon", "0.1")
     assert code == 2 and "--epsilon" in err and "Traceback" not in err
 
 
@@ -438,7 +438,7 @@ def check_decision(inst, decision, options=None):
 
 # 1. exact models what the checker accepts: ps_placement (free | with-workers)
 
-O3_COUNTEREXAMPLE = dict(machines=3, capacity=2, slots=2, jobs=[(0, 4, 4)])  # 4 q_ex of work, gamma = 2
+O3_COUNTEREXAMPLE = {"machines": 3, "capacity": 2, "slots": 2, "jobs": [(0, 4, 4)]}  # 4 q_ex of work, gamma = 2
 
 
 @pytest.mark.parametrize("solver", ["highs", "cpsat"])
@@ -596,7 +596,7 @@ def test_same_seed_gives_a_byte_identical_decision(method):
 
 @pytest.mark.parametrize("option, value", [("work_min", "30")])  # in its domain, but above work_max
 def test_hostile_generator_options_exit_2(run, tmp_path, option, value):
-    code, out, err = run("generate", "--problem", "locality", "--jobs", "2", "--servers", "1", "--seed", "0", "--set", f"{option}={value}",
+    code, _out, err = run("generate", "--problem", "locality", "--jobs", "2", "--servers", "1", "--seed", "0", "--set", f"{option}={value}",
                          "-o", tmp_path / "x.toml")
     assert code == 2 and option in err and "Traceback" not in err
 
@@ -619,7 +619,7 @@ def test_huge_instances_are_refused_up_front(run, tmp_path, edit, field):
     path = tmp_path / "huge.json"
     path.write_text(json.dumps(doc))
     for method in ("greedy-rr", "exact"):
-        code, out, err = run("solve", path, "--method", method)
+        code, _out, err = run("solve", path, "--method", method)
         assert code == 2 and field in err and "Traceback" not in err, (method, err)
 
 
@@ -650,6 +650,6 @@ def test_work_rows_are_exact_for_fractional_rates():
 def test_generator_refuses_huge_sizes_before_drawing(run, tmp_path, flag):
     args = {"--jobs": "2", "--servers": "1", "--slots": "4"}
     args[flag] = str(10**9)
-    code, out, err = run("generate", "--problem", "locality", *[x for kv in args.items() for x in kv], "--seed", "0",
+    code, _out, err = run("generate", "--problem", "locality", *[x for kv in args.items() for x in kv], "--seed", "0",
                          "-o", tmp_path / "x.toml")
     assert code == 2 and flag in err and "Traceback" not in err

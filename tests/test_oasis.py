@@ -125,7 +125,8 @@ def random_state(seed: int, units: str = "worker-slots", ranged: bool = False):
     if ranged:
         extra = np.random.default_rng(seed + 1000)
         p_lo = int(extra.integers(1, 4))
-        job = type(job)(**{**job.__dict__, "workers_min": int(extra.integers(1, 8)), "ps_min": p_lo, "ps_max": p_lo + int(extra.integers(0, 3))})
+        job = type(job)(**{**job.__dict__, "workers_min": int(extra.integers(1, 8)), "ps_min": p_lo,
+                           "ps_max": p_lo + int(extra.integers(0, 3))})
     L = float(rng.uniform(0.001, 0.05))
     pools = [PricedPool(view.worker_capacity, view.slots, L, rng.uniform(1, 50, len(view.resources))),
              PricedPool(view.ps_capacity, view.slots, L, rng.uniform(1, 50, len(view.resources)))]
@@ -197,7 +198,7 @@ def test_slot_cost_greedy_equals_brute_force(ranges):
                     continue
                 for zs in itertools.product(*(range(c + 1) for c in p_caps)):
                     z = sum(zs)
-                    if y == 0 and z == 0 or y and max(ps_min, math.ceil(y / 2)) <= z <= min(y, ps_max):
+                    if (y == 0 and z == 0) or (y and max(ps_min, math.ceil(y / 2)) <= z <= min(y, ps_max)):
                         best = min(best, float(np.dot(ws, w_unit) + np.dot(zs, p_unit)))
             got = slot.cost[y] if y < slot.cost.size else math.inf
             assert got == pytest.approx(best), (y, w_unit, w_caps, p_unit, p_caps)
@@ -229,7 +230,9 @@ def test_ratio_to_the_proven_optimum_is_within_2_alpha(seed):
 # --- generator, baselines, CLI --------------------------------------------------------------------
 
 def test_literal_setting_leaves_many_jobs_impossible_and_calibrated_does_not():
-    spec = lambda setting: GenerateSpec(jobs=200, servers=2, seed=3, slots=300, options={"setting": setting})
+    def spec(setting):
+        return GenerateSpec(jobs=200, servers=2, seed=3, slots=300, options={"setting": setting})
+
     durations = {}
     for setting in ("literal", "calibrated"):
         view = oasis_view(from_document(generate(spec(setting))))
@@ -264,7 +267,8 @@ def test_checker_catches_a_broken_schedule(tmp_path):
     entry["workers"]["worker"] = 5          # capacity 4, cap 2
     entry["ps"] = {}                         # no PS for the workers
     bad["decision"]["schedule"]["2"] = []    # admitted without work
-    bad["decision"]["schedule"]["3"] = [{"slot": 0, "workers": {"worker": 1}, "ps": {"ps": 1}}]  # neither admitted nor unfinished; before arrival
+    # neither admitted nor unfinished; before arrival
+    bad["decision"]["schedule"]["3"] = [{"slot": 0, "workers": {"worker": 1}, "ps": {"ps": 1}}]
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(bad))
     result = check_solution(inst, read_solution(path))
@@ -284,14 +288,15 @@ def test_user_errors_name_the_field(tmp_path, run, edit, field):
     edit(doc)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))
-    code, out, err = run("solve", path, "--method", "oasis")
+    code, _out, err = run("solve", path, "--method", "oasis")
     assert code == 2
     assert field in err and "Traceback" not in err
 
 
 def test_shipped_instance_is_what_its_source_command_generates():
     doc = read_document(ROOT / "instances" / "oasis-10jobs.toml")
-    assert doc["source"].startswith("mlsched generate --problem oasis --jobs 10 --servers 2 --slots 10 --seed 1 --set epochs_min=1 --set epochs_max=10;")
+    assert doc["source"].startswith("mlsched generate --problem oasis --jobs 10 --servers 2 --slots 10 --seed 1 "
+                                    "--set epochs_min=1 --set epochs_max=10;")
     spec = GenerateSpec(jobs=10, servers=2, seed=1, slots=10, options=FAMILY.parse_generate_options({"epochs_min": 1, "epochs_max": 10}))
     assert FAMILY.generate(spec) == doc
 
@@ -493,7 +498,6 @@ def test_checker_names_a_rule_for_any_json_decision(decision):
 
 from mlsched_opt.errors import InstanceError, OptionError  # noqa: E402
 
-
 # (every option's domain, and its refusal of what is outside, is the contract's: tests/test_contract.py)
 
 def test_ranges_is_the_only_problem_option():
@@ -518,7 +522,8 @@ def _toy(edit):
 
 @pytest.mark.parametrize("edit, field", [
     (lambda d: d["time"].update(slots=10**9), "time.slots"),
-    (lambda d: (d["jobs"][0].update(workers={"min": 1, "max": 10**9}, ps={"min": 1, "max": 10**9}, work={"epochs": 1, "chunks": 10**9, "minibatches_per_chunk": 1}),
+    (lambda d: (d["jobs"][0].update(workers={"min": 1, "max": 10**9}, ps={"min": 1, "max": 10**9},
+                                    work={"epochs": 1, "chunks": 10**9, "minibatches_per_chunk": 1}),
                 d["cluster"]["servers"][0]["capacity"].update(cpu=10**9)), "jobs[0].workers"),
 ])
 def test_sizes_beyond_the_limits_are_refused_up_front(edit, field, monkeypatch):
@@ -532,8 +537,10 @@ def test_sizes_beyond_the_limits_are_refused_up_front(edit, field, monkeypatch):
 
 def test_a_dp_beyond_its_table_is_refused_and_an_impossible_job_costs_nothing():
     big = _toy(lambda d: (d["time"].update(slots=1000),
-                          d["jobs"][0].update(workers={"min": 1, "max": 100_000}, ps={"min": 1, "max": 100_000}, work={"epochs": 1000, "chunks": 100_000, "minibatches_per_chunk": 4}),
-                          d["cluster"]["servers"][0]["capacity"].update(cpu=100_000), d["cluster"]["servers"][1]["capacity"].update(cpu=100_000)))
+                          d["jobs"][0].update(workers={"min": 1, "max": 100_000}, ps={"min": 1, "max": 100_000},
+                                              work={"epochs": 1000, "chunks": 100_000, "minibatches_per_chunk": 4}),
+                          d["cluster"]["servers"][0]["capacity"].update(cpu=100_000),
+                          d["cluster"]["servers"][1]["capacity"].update(cpu=100_000)))
     with pytest.raises(InstanceError) as err:
         FAMILY.run(from_document(big), "oasis", SolveOptions(time_limit=60))
     assert err.value.field == "jobs[0].work"

@@ -29,8 +29,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlsched_opt.checking.core import CheckResult
 from mlsched_opt.io import from_document, load_catalog
@@ -112,7 +111,7 @@ def make(seed: int, jobs: int, servers: int, crowd: bool, longest: float = 5.0) 
 
 
 def compare(inst, doc, starts):
-    want, decision = oracle(inst, doc, starts)
+    want, _decision = oracle(inst, doc, starts)
     sol = FAMILY.run(inst, "exact", SolveOptions(time_limit=60), {"starts": starts})
     if want is None:
         assert sol.report.status == "infeasible", sol.report

@@ -164,7 +164,8 @@ def test_exact_equals_the_checker_oracle_on_generated_instances(seed):
 def test_the_oracle_finds_the_known_optimum_of_the_toy():
     # spec 003 section 6: A on the V100, B on the P100 and the K80, average JCT 2500 s (split 360/240)
     doc = {"format": "mlsched-instance/1", "name": "toy", "problem": "hetero",
-           "cluster": {"servers": [{"name": n, "gpu_model": m, "capacity": {"gpu": 1}} for n, m in (("V", "V100"), ("P", "P100"), ("K", "K80"))]},
+           "cluster": {"servers": [{"name": n, "gpu_model": m, "capacity": {"gpu": 1}}
+                                   for n, m in (("V", "V100"), ("P", "P100"), ("K", "K80"))]},
            "jobs": [{"id": j, "architecture": "allreduce", "global_batch_size": 600, "work": {"iterations": 1000},
                      "workers": {"min": 1, "max": 3}, "demand": {"worker": {"gpu": 1}},
                      "data_parallel": {"samples_per_s": rho, "comm_s": c}}
@@ -174,6 +175,6 @@ def test_the_oracle_finds_the_known_optimum_of_the_toy():
     assert best_split((150.0, 100.0), (1 << 40, 1 << 40), 600) == [360, 240]
     # caps of 250 samples per GPU: each job needs 3 GPUs, 6 together on 3: nothing is accepted
     for job in doc["jobs"]:
-        job["data_parallel"]["max_local_batch"] = {m: 250 for m in MODELS}
+        job["data_parallel"]["max_local_batch"] = dict.fromkeys(MODELS, 250)
     assert oracle(doc) is None
     agree(doc)

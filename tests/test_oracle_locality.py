@@ -69,7 +69,7 @@ def job_configs(inst, job, resources, placement):
     out = [((0,) * H, (0,) * H, 0.0)]
     for w in itertools.product(*per_machine):
         W = sum(w)
-        if W == 0 or W > w_max:
+        if W == 0 or w_max < W:
             continue
         if placement == "with-workers":
             splits = [tuple(-(-x // gamma) for x in w)]
@@ -131,9 +131,9 @@ def oracle(inst, placement="free"):
         for key in nxt:
             groups.setdefault(tuple(c for c, _ in key), []).append(key)
         states = {}
-        for finished, keys in groups.items():
+        for keys in groups.values():
             vecs = {tuple(w for (c, w) in k if c is None) or (0.0,): k for k in keys}
-            for v in pareto({v: None for v in vecs}):
+            for v in pareto(dict.fromkeys(vecs)):
                 states[vecs[v]] = nxt[vecs[v]]
 
     def value(state):

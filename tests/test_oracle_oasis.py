@@ -68,7 +68,8 @@ def oracle(inst) -> tuple[float, dict]:
     for job, spec in zip(inst.jobs, doc["jobs"]):
         w, step = spec["work"], spec["step"]
         b, B = step["worker_bandwidth_gbps"], step["ps_bandwidth_gbps"]
-        work = w["epochs"] * w["chunks"] * w["minibatches_per_chunk"] * (step["compute_s"] + 2 * step["gradient_mb"] * 8 / 1000 / b) / slot_s
+        step_s = step["compute_s"] + 2 * step["gradient_mb"] * 8 / 1000 / b
+        work = w["epochs"] * w["chunks"] * w["minibatches_per_chunk"] * step_s / slot_s
         cap = min(job.workers.hi, w["chunks"])
         dw, dp = job.worker_demand.get("cpu", 0.0), job.ps_demand.get("cpu", 0.0)
         options = []

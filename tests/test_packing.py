@@ -190,6 +190,7 @@ def test_ffd_work_does_not_grow_with_the_task_count(count, monkeypatch):
 def test_bulk_first_fit_equals_task_by_task_first_fit(catalog):
     """The server-at-a-time placement is the task-by-task first fit it replaces (same placement on generated instances)."""
     import numpy as np
+
     from mlsched_opt.problems.packing.methods import _place_job
     from mlsched_opt.problems.packing.view import packing_view
     for seed in range(15):

@@ -17,17 +17,20 @@ CASES = {
     "packing": ([{"objective": "weight"}, {"objective": "servers"}], [{}], (1, 5)),
     # capacity in virtual instances, so that admission is tight; small grids keep it quick
     "smd": ([{"epsilon1": 0.3}, {"epsilon1": 0.3, "outer": "exact", "attempts": 1}, {"inner": "enumerate", "epsilon2": 0.9}],
-            [{"unit": "instance", "sgd": "sync"}, {"unit": "instance", "sgd": "async"}, {"unit": "instance", "workloads": "catalog"}], (1, 40)),
+            [{"unit": "instance", "sgd": "sync"}, {"unit": "instance", "sgd": "async"}, {"unit": "instance", "workloads": "catalog"}],
+            (1, 40)),
     # short jobs on 10 slots so that several jobs compete and the MILP proves optimality quickly
     # small clusters so that the configuration ILP, Variant A and brute force all finish
     "hetero": ([{}, {"comm": "ps", "budget": 0, "samples": 3}, {"valuation": "rho", "engine": "transport"}, {"engine": "mm", "rounds": 1},
                 {"distribution": "centered", "idle": "forbid", "search": "first"}],
                [{"gpus_per_server": 2}, {"gpus_per_server": 1, "types": "K80,V100"}], (1, 3)),
-    "oasis": ([{}, {"units": "worker-slots"}, {"prices": "estimated"}, {"prices": "given", "l1": 0.01, "l2": 0.01, "u1": 100.0, "u2": 100.0}],
+    "oasis": ([{}, {"units": "worker-slots"}, {"prices": "estimated"},
+               {"prices": "given", "l1": 0.01, "l2": 0.01, "u1": 100.0, "u2": 100.0}],
               [{"epochs_min": 1, "epochs_max": 5}, {"epochs_min": 1, "epochs_max": 10, "setting": "literal"}], (1, 2)),
     # small jobs on at most 2 machines and 8 slots, so that the offline MILP proves its optimum quickly
     "locality": ([{}, {"order": "fifo", "epsilon": 0.0, "attempts": 1}, {"epsilon": 0.2, "l_scale": 100.0}],
-                 [{"work_max": 12.0}, {"bandwidth_ratio": 10.0, "work_max": 8.0}, {"calibration": "pollux", "gpus": 2, "work_max": 8.0}], (1, 2)),
+                 [{"work_max": 12.0}, {"bandwidth_ratio": 10.0, "work_max": 8.0}, {"calibration": "pollux", "gpus": 2, "work_max": 8.0}],
+                 (1, 2)),
     # static batches (exact search needs them) of at most MAX_JOBS jobs; the hard world too
     # short jobs: under the default starts=any the exhaustive search also enumerates start intervals
     "harmony": ([{}, {"world": "hard"}, {"starts": "simultaneous"}],

@@ -27,7 +27,8 @@ def knapsack(rhs: float = 8.5) -> pyo.ConcreteModel:
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_fractional_model_same_proven_optimum(solver):
     # 0.3a + 0.4b + 0.55c <= 0.85: best is a=1, c=1 (value 10.5) -- checked by enumeration below
-    best = max(4 * a + 5 * b + 6.5 * c for a in range(4) for b in range(4) for c in range(4) if 0.3 * a + 0.4 * b + 0.55 * c <= 0.85 + 1e-12)
+    best = max(4 * a + 5 * b + 6.5 * c for a in range(4) for b in range(4) for c in range(4)
+               if 0.3 * a + 0.4 * b + 0.55 * c <= 0.85 + 1e-12)
     report = solve(knapsack(), SolveOptions(solver=solver, gap=0.0))
     assert report.status == "optimal"
     assert report.objective == pytest.approx(best) and report.bound == pytest.approx(best)
@@ -65,8 +66,8 @@ def test_gap_definition():
 
 def test_optimal_needs_our_gap_too():
     """A solver stop at a looser gap than asked for is reported as feasible, not optimal."""
-    from mlsched_opt.solvers.pyomo_run import BackendResult, _judge
     from mlsched_opt.report import SolveReport
+    from mlsched_opt.solvers.pyomo_run import BackendResult, _judge
 
     rep = SolveReport("error", objective=90.0, bound=100.0, sense="max", solver="x", solver_version="1")
     assert _judge(BackendResult("optimal", True, 100.0, "1"), rep, SolveOptions(gap=1e-4)) == "feasible"

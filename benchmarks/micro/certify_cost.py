@@ -14,13 +14,15 @@ import csv
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 from mlsched_opt.io import load_instance
 from mlsched_opt.problems import get_family
 from mlsched_opt.solvers import SolveOptions
 
 ROOT = Path(__file__).resolve().parents[2]
-INSTANCES = ["demo.toml", "smd-12jobs.toml", "oasis-toy.toml", "oasis-10jobs.toml", "hetero-toy.toml", "hetero-12gpus.toml", "locality-toy.toml"]
+INSTANCES = ["demo.toml", "smd-12jobs.toml", "oasis-toy.toml", "oasis-10jobs.toml", "hetero-toy.toml", "hetero-12gpus.toml",
+             "locality-toy.toml"]
 
 
 def main() -> None:
@@ -29,9 +31,10 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=120)
     ap.add_argument("--out", default="certify_cost.csv")
     args = ap.parse_args()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in INSTANCES:
         inst = load_instance(ROOT / "instances" / name)
+        assert inst.default_problem, name  # each listed instance names its problem
         family = get_family(inst.default_problem)
         options = family.resolve_options(inst, {})
         for solver in ("highs", "cpsat"):
@@ -39,7 +42,8 @@ def main() -> None:
             last = {}
             for _ in range(args.repeats):
                 for certify in (False, True):
-                    sol = family.run(inst, "exact", SolveOptions(solver=solver, gap=0.0, time_limit=args.time_limit, certify=certify), options)
+                    sol = family.run(inst, "exact", SolveOptions(solver=solver, gap=0.0, time_limit=args.time_limit, certify=certify),
+                                     options)
                     times[certify].append(sol.report.wall_s)
                     last[certify] = sol.report
             plain, cert = statistics.median(times[False]), statistics.median(times[True])

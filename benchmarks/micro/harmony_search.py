@@ -21,12 +21,12 @@ import time
 
 import numpy as np
 
+from mlsched_opt.errors import UserError
 from mlsched_opt.io import from_document, load_catalog
 from mlsched_opt.problems import GenerateSpec, get_family
 from mlsched_opt.problems.harmony.check import _speed
 from mlsched_opt.problems.harmony.exact import exhaustive, static_placements
 from mlsched_opt.problems.harmony.view import view_of
-from mlsched_opt.errors import UserError
 
 FAMILY = get_family("harmony")
 
@@ -47,7 +47,8 @@ def main() -> int:
     ap.add_argument("--instances", type=int, default=3, help="static batches per (M, N)")
     args = ap.parse_args()
     catalog = load_catalog()
-    print(f"{'M':>2} {'N':>2} {'seed':>4} {'product':>9} {'kept':>6} {'enumerate s':>12} {'evaluate s':>11} {'python s (est)':>15} {'numpy speedup':>14}")
+    print(f"{'M':>2} {'N':>2} {'seed':>4} {'product':>9} {'kept':>6} {'enumerate s':>12} {'evaluate s':>11} "
+          f"{'python s (est)':>15} {'numpy speedup':>14}")
     for M in (2, 3, 4):
         for N in (2, 3, 4):
             for seed in range(args.instances):
@@ -65,7 +66,8 @@ def main() -> int:
                 evaluate = max(res.elapsed_s - (t1 - t0), 1e-6)
                 # J speed evaluations per event and at most J events per placement
                 py = python_time(view, w, p) * view.J * len(w)
-                print(f"{M:>2} {N:>2} {seed:>4} {product:>9} {len(w):>6} {t1 - t0:>12.4f} {evaluate:>11.4f} {py:>15.3f} {py / evaluate:>13.0f}x")
+                print(f"{M:>2} {N:>2} {seed:>4} {product:>9} {len(w):>6} {t1 - t0:>12.4f} {evaluate:>11.4f} "
+                      f"{py:>15.3f} {py / evaluate:>13.0f}x")
     return 0
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..checking import CheckResult, check_for_family
 from ..io.instance import Instance
@@ -41,12 +42,14 @@ def approximation_ratio(value: float, reference: float, sense: str) -> float:
     """The factor by which ``value`` falls short of ``reference`` (>= 1; 1 means as good).
 
     ``reference / value`` for maximization, ``value / reference`` for minimization, so that a
-    ratio reads the same way for both senses.
+    ratio reads the same way for both senses.  Defined for positive values (every objective of
+    the toolkit is >= 0): when either side is <= 0 and they differ, the ratio is ``inf``, never a
+    number below 1 that would read as "optimal" (a solver's "no bound" of -1e20 once did).
     """
     num, den = (reference, value) if sense == "max" else (value, reference)
     if abs(num - den) <= 1e-9 * max(1.0, abs(num)):
         return 1.0
-    return math.inf if den == 0 else num / den
+    return math.inf if den <= 0 or num <= 0 else num / den
 
 
 def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], options: Mapping[str, Any],
@@ -100,7 +103,7 @@ def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
 
 
 def _fill_ratios(rows: list[Row], sense: str) -> None:
-    proven = [r.report.objective for r in rows if r.method != "lp" and r.report.status == "optimal"]
+    proven = [r.report.objective for r in rows if r.method != "lp" and r.report.status == "optimal" and r.report.objective is not None]
     bounds = [r.report.bound for r in rows if r.report.bound is not None and r.report.status in ("optimal", "feasible")]
     if proven:
         reference, is_bound = proven[0], False

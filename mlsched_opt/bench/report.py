@@ -37,10 +37,12 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from ..errors import UserError
+from ..tolerances import SOLVER_INFINITY
 from .tasks import COLUMNS, TYPES
 
 #: problem -> plot hooks (see the module docstring)
@@ -215,7 +217,9 @@ def _fill_unit(rows: list[dict[str, Any]], reference: str, gap: float) -> None:
             kind = "optimum" if reference == "exact" else "oracle"
             certified = bool(source["certified_by"])  # confirmed by an independent solver
         elif reference == "exact":
-            bounds = [r["bound"] for r in refs if r["bound"] is not None and r["status"] in ("optimal", "feasible")]
+            # a solver's infinity (1e20) is no bound (rows written before the solvers filtered it)
+            bounds = [r["bound"] for r in refs if r["bound"] is not None and abs(r["bound"]) < SOLVER_INFINITY
+                      and r["status"] in ("optimal", "feasible")]
             if bounds:
                 value, kind, certified = (max(bounds) if sense == "min" else min(bounds)), "bound", True
     if value is not None and kind == "bound":
@@ -254,7 +258,7 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarize(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One line per (method label, setting), then per method over every setting (setting ``all``)."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for row in rows:
@@ -287,7 +291,7 @@ def summarize(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_summary(path: Path, summary: list[Mapping[str, Any]]) -> None:
+def write_summary(path: Path, summary: Sequence[Mapping[str, Any]]) -> None:
     from ..io.files import write_atomic
 
     buf = io.StringIO()
@@ -300,7 +304,7 @@ def write_summary(path: Path, summary: list[Mapping[str, Any]]) -> None:
 
 # --- parquet -------------------------------------------------------------------------------------
 
-def write_parquet(path: Path, rows: list[Mapping[str, Any]]) -> str | None:
+def write_parquet(path: Path, rows: Sequence[Mapping[str, Any]]) -> str | None:
     """Write results.parquet; the reason when it cannot (pyarrow missing)."""
     try:
         import pyarrow as pa
@@ -327,11 +331,27 @@ def _pyplot():
     return plt
 
 
-def _answer_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _answer_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [r for r in rows if r["method"] != "lp"]
 
 
-def plot_ratios(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
+def _by_size(rows: Sequence[Mapping[str, Any]], value: Callable[[Mapping[str, Any]], float]) -> dict[int, list[float]]:
+    """The values of the rows per number of jobs, sizes ascending."""
+    groups: dict[int, list[float]] = {}
+    for r in rows:
+        groups.setdefault(r["jobs"], []).append(value(r))
+    return dict(sorted(groups.items()))
+
+
+def _save(fig, legend_ax, path: Path, plt) -> Path:
+    legend_ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_ratios(rows: Sequence[Mapping[str, Any]], out: Path, plt) -> Path | None:
     """Ratio per method: box plot (infinite ratios counted under the box) and ECDF."""
     rows = [r for r in _answer_rows(rows) if r["ratio"] is not None]
     if not rows:
@@ -355,26 +375,18 @@ def plot_ratios(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
     ecdf.set_xlabel("ratio")
     ecdf.set_ylabel("share of instances with ratio <= x")
     ecdf.set_title("ECDF of the ratio")
-    ecdf.legend(fontsize=7)
-    fig.tight_layout()
-    path = out / "ratio.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ecdf, out / "ratio.png", plt)
 
 
-def plot_times(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
+def plot_times(rows: Sequence[Mapping[str, Any]], out: Path, plt) -> Path | None:
     """Wall time against size (jobs), log-log: the median over seeds and its min-max band."""
     rows = [r for r in rows if r["status"] != "error" and r["wall_s"] is not None and r["jobs"]]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, label in enumerate(dict.fromkeys(r["label"] for r in rows)):
-        by_size: dict[int, list[float]] = {}
-        for r in rows:
-            if r["label"] == label:
-                by_size.setdefault(r["jobs"], []).append(max(r["wall_s"], 1e-6))
-        sizes = sorted(by_size)
+        by_size = _by_size([r for r in rows if r["label"] == label], lambda r: max(r["wall_s"], 1e-6))
+        sizes = list(by_size)
         med = [statistics.median(by_size[s]) for s in sizes]
         ax.plot(sizes, med, marker="o", color=f"C{k % 10}", label=label)
         ax.fill_between(sizes, [min(by_size[s]) for s in sizes], [max(by_size[s]) for s in sizes], color=f"C{k % 10}", alpha=0.2)
@@ -387,15 +399,10 @@ def plot_times(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
     ax.set_xlabel("jobs")
     ax.set_ylabel("wall time, s (median; band: min-max over instances)")
     ax.set_title("time against size")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out / "time.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, out / "time.png", plt)
 
 
-def plot_objectives(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
+def plot_objectives(rows: Sequence[Mapping[str, Any]], out: Path, plt) -> Path | None:
     """Mean checked objective against size (jobs), one line per method: the comparison between
     methods that needs no reference (the paper figures at scales beyond exact reach)."""
     rows = [r for r in _answer_rows(rows) if _checked(r) and r["jobs"]]
@@ -406,11 +413,8 @@ def plot_objectives(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | Non
     line = (lambda r: f"{r['label']} {r['problem_options']}") if several else (lambda r: r["label"])
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, name in enumerate(dict.fromkeys(map(line, rows))):
-        by_size: dict[int, list[float]] = {}
-        for r in rows:
-            if line(r) == name:
-                by_size.setdefault(r["jobs"], []).append(r["objective"])
-        sizes = sorted(by_size)
+        by_size = _by_size([r for r in rows if line(r) == name], lambda r: r["objective"])
+        sizes = list(by_size)
         ax.plot(sizes, [statistics.fmean(by_size[s]) for s in sizes], marker="o", color=f"C{k % 10}", label=name)
     sizes = sorted({r["jobs"] for r in rows})
     if len(sizes) <= 12:
@@ -419,15 +423,10 @@ def plot_objectives(rows: list[Mapping[str, Any]], out: Path, plt) -> Path | Non
     sense = next((r["sense"] for r in rows if r["sense"]), "")
     ax.set_ylabel(f"objective, mean over instances ({'higher' if sense == 'max' else 'lower'} is better)")
     ax.set_title("objective against size")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out / "objective.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, out / "objective.png", plt)
 
 
-def plot_quality_time(summary: list[Mapping[str, Any]], out: Path, plt) -> Path | None:
+def plot_quality_time(summary: Sequence[Mapping[str, Any]], out: Path, plt) -> Path | None:
     """Median ratio against median wall time, one point per (method, setting)."""
     points = [s for s in summary if s["setting"] != "all" and s["median_ratio"] is not None
               and s["median_wall_s"] is not None and math.isfinite(s["median_ratio"])]
@@ -442,12 +441,7 @@ def plot_quality_time(summary: list[Mapping[str, Any]], out: Path, plt) -> Path 
     ax.set_xlabel("median wall time, s")
     ax.set_ylabel("median ratio (1 = optimal)")
     ax.set_title("quality against time (one point per method and setting)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out / "quality_time.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, out / "quality_time.png", plt)
 
 
 def _resolve(hook: str | Callable[..., Any]) -> Callable[..., Any]:
@@ -459,7 +453,7 @@ def _resolve(hook: str | Callable[..., Any]) -> Callable[..., Any]:
     return getattr(import_module(module), name)
 
 
-def make_plots(rows: list[Mapping[str, Any]], summary: list[Mapping[str, Any]], out: Path, problem: str,
+def make_plots(rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]], out: Path, problem: str,
                extra_hooks: Iterable[str] = ()) -> tuple[list[Path], list[str]]:
     """Every plot: the written paths, and notes (matplotlib missing, a hook that failed)."""
     plt = _pyplot()
@@ -511,11 +505,12 @@ _REFERENCE_TEXT = {
 }
 
 
-def write_report(out: Path, suite, rows: list[Mapping[str, Any]], summary: list[Mapping[str, Any]],
+def write_report(out: Path, suite, rows: Sequence[Mapping[str, Any]], summary: Sequence[Mapping[str, Any]],
                  plots: list[Path], notes: list[str], meta: Mapping[str, Any]) -> Path:
     from ..io.files import write_atomic
 
-    ref = _REFERENCE_TEXT.get(suite.reference, f"the oracle method `{suite.reference}` (exhaustive enumeration; its own word, not certified)")
+    ref = _REFERENCE_TEXT.get(suite.reference,
+                              f"the oracle method `{suite.reference}` (exhaustive enumeration; its own word, not certified)")
     instances = len({_unit(r) for r in rows})
     lines = [f"# Benchmark `{suite.name}`", ""]
     if suite.description:
@@ -543,7 +538,8 @@ def write_report(out: Path, suite, rows: list[Mapping[str, Any]], summary: list[
 
     def table_lines(items):
         return [[s["label"], str(s["n"]), str(s["n_ratio"]), _num(s["median_ratio"]), _num(s["p90_ratio"]),
-                 _num(s["worst_ratio"]), str(s["certified"]), _num(s["mean_objective"], 6), _num(s["median_wall_s"], 3), _num(s["max_wall_s"], 3),
+                 _num(s["worst_ratio"]), str(s["certified"]), _num(s["mean_objective"], 6), _num(s["median_wall_s"], 3),
+                 _num(s["max_wall_s"], 3),
                  str(s["errors"]), str(s["check_failed"]), str(s["disputed"])] for s in items]
 
     overall = [s for s in summary if s["setting"] == "all"] or summary

@@ -71,9 +71,10 @@ import hashlib
 import itertools
 import math
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import UserError
 
@@ -198,7 +199,8 @@ class _Reader:
         items = value if isinstance(value, list) else [value]
         if not items:
             raise self.error("expected an integer or a non-empty list of integers, got []", where)
-        out = [self.integer(v, f"{where}[{i}]" if isinstance(value, list) else where, minimum) for i, v in enumerate(items)]
+        out: list[int | None] = [self.integer(v, f"{where}[{i}]" if isinstance(value, list) else where, minimum)
+                                 for i, v in enumerate(items)]
         if len(set(out)) != len(out):
             raise self.error(f"repeated value in {value}", where)
         return out
@@ -432,7 +434,7 @@ def _sizes(r: _Reader, table: Mapping[str, Any], where: str, optional: bool) -> 
     from ..io.files import limits
 
     caps = limits()
-    out = {}
+    out: dict[str, list[int | None]] = {}
     for key in ("jobs", "servers", "slots"):
         if key not in table:
             if not optional and key != "slots":
@@ -569,7 +571,8 @@ def _import(r: _Reader, family, value: Any, where: str, directory: Path, global_
     out = []
     for jobs, servers, slots, sets, prob in itertools.product(sizes["jobs"], sizes["servers"], sizes["slots"], own, prob_grid):
         setting = {"source": source, **{k: v for k, v in (("jobs", jobs), ("servers", servers), ("slots", slots)) if v}, **sets}
-        base = f"{source}-j{jobs or 'all'}-s{servers or 'all'}" + (f"-t{slots}" if slots else "") + "".join(f"-{k}={v}" for k, v in sets.items())
+        base = (f"{source}-j{jobs or 'all'}-s{servers or 'all'}" + (f"-t{slots}" if slots else "")
+                + "".join(f"-{k}={v}" for k, v in sets.items()))
         for seed in seeds:
             params = {"source": source, "jobs": jobs, "servers": servers, "slots": slots, "seed": seed,
                       "set": {k: str(v) for k, v in sets.items()}, "data": str(Path(folder).resolve())}

@@ -24,8 +24,9 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from .suite import InstanceSpec, MethodSpec, Suite, describe_setting, digest
 
@@ -119,7 +120,7 @@ def expand(suite: Suite) -> list[Task]:
 
 def base_row(task: Task) -> dict[str, Any]:
     """The row of a task before it runs (what the suite says about it)."""
-    row: dict[str, Any] = {c: None for c in COLUMNS}
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
     spec = task.instance
     row.update(
         suite=task.suite, problem=task.problem, instance=spec.name, seed=spec.seed, setting=task.setting,
@@ -225,7 +226,7 @@ def _own_process_locks() -> None:
     import multiprocessing
     import os
 
-    if _OWN_LOCKS_PID == os.getpid():
+    if os.getpid() == _OWN_LOCKS_PID:
         return
     _OWN_LOCKS_PID = os.getpid()
     if multiprocessing.parent_process() is None:

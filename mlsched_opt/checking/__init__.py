@@ -8,7 +8,8 @@ solution's ``problem`` and calls :func:`check_for_family`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from ..io.instance import Instance
 from ..io.solution import Solution

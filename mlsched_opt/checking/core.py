@@ -6,14 +6,16 @@ formulations or algorithms, so a bug in a model cannot hide in its own checker.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..io.instance import Instance, Job
 from ..io.schema import MAX_NUMBER
 from ..tolerances import CHECK_TOL
+
 #: A task count beyond this is no count (and would overflow float arithmetic): the one numeric
 #: bound of the input files.
 MAX_COUNT = MAX_NUMBER
@@ -81,7 +83,8 @@ def read_counts(result: CheckResult, instance: Instance, job: Job, task: str,
             result.add("domain", f"{where}.{name}", f"count must be a non-negative integer, got {count!r}")
             continue
         if count and not job.may_run_on(server, task):
-            why = f"role {server.role!r}" if not server.hosts(task) else f"GPU model {server.gpu_model!r} not in {list(job.gpu_models or [])}"
+            why = (f"role {server.role!r}" if not server.hosts(task)
+                   else f"GPU model {server.gpu_model!r} not in {list(job.gpu_models or [])}")
             result.add("eligibility", f"{where}.{name}", f"{task} of job {job.id} may not run here ({why})")
             continue
         if count:
@@ -100,7 +103,9 @@ class Usage:
     def add(self, job: Job, task: str, counts: Mapping[str, int]) -> None:
         demand = np.array([job.demand(task).get(r, 0.0) for r in self.resources])
         for name, count in counts.items():
-            self.amount[self.instance.server(name).index] += count * demand
+            server = self.instance.server(name)
+            assert server is not None, name  # the counts were read against this instance's servers
+            self.amount[server.index] += count * demand
 
     def check(self, result: CheckResult, label: str = "") -> None:
         """Add a ``capacity`` violation for every (server, resource) over its capacity."""

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from ..errors import InstanceError
 from .files import read_document
@@ -88,7 +89,7 @@ class Workload:
                 return row["steps_per_s"] * row["batch_size"] * gpus
         return None
 
-    def with_overrides(self, overrides: Mapping[str, Any], file: str | None, path: str) -> "Workload":
+    def with_overrides(self, overrides: Mapping[str, Any], file: str | None, path: str) -> Workload:
         """A copy with top-level fields replaced, validated like a catalog file (errors name ``path``)."""
         if "name" in overrides:
             raise InstanceError("the catalog name cannot be overridden; use a different model", file, join(path, "name"))

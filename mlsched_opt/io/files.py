@@ -30,8 +30,9 @@ import re
 import stat
 import tempfile
 import tomllib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..errors import InstanceError, OptionError, UserError
 from .schema import MAX_NUMBER
@@ -50,7 +51,9 @@ LIMITS: dict[str, tuple[int, str]] = {
     "jobs": (10_000, "jobs in one instance"),
     "slots": (10_000, "time slots (time.slots)"),
     "tasks": (100_000, "workers (or parameter servers) of one job: workers/ps count or max"),
-    "cells": (20_000_000, "servers x jobs x slots (1 when there is no horizon): the size of a slotted model (the whole Alibaba trace, 1,523 x 9,061, fits)"),
+    "cells": (20_000_000,
+              "servers x jobs x slots (1 when there is no horizon): the size of a slotted model "
+              "(the whole Alibaba trace, 1,523 x 9,061, fits)"),
 }
 ENV_LIMITS = "MLSCHED_LIMITS"
 #: the most digits an integer literal may have (2**53 has 16; Python refuses > 4300 anyway)
@@ -372,9 +375,10 @@ def check_writable(path: str | Path, inputs: Iterable[str | Path | None] = ()) -
 
 
 def _write_error(exc: OSError, name: str) -> UserError:
-    reason = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EACCES: "permission denied",
+    reasons: dict[int | None, str] = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EACCES: "permission denied",
               errno.EPERM: "operation not permitted", errno.EROFS: "read-only file system",
-              errno.ENOENT: "folder does not exist", errno.EISDIR: "is a directory"}.get(exc.errno, exc.strerror or str(exc))
+               errno.ENOENT: "folder does not exist", errno.EISDIR: "is a directory"}
+    reason = reasons.get(exc.errno, exc.strerror or str(exc))
     return UserError(f"cannot write ({reason})", name)
 
 
@@ -419,11 +423,10 @@ def atomic_path(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> I
 def write_atomic(path: str | Path, text: str, inputs: Iterable[str | Path | None] = ()) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path` and :func:`check_writable`."""
     data = text.encode("utf-8")
-    with atomic_path(path, inputs) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+    with atomic_path(path, inputs) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def write_document(doc: dict[str, Any], path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class Range:
         return self.lo == self.hi
 
     @classmethod
-    def parse(cls, spec: Mapping[str, int]) -> "Range":
+    def parse(cls, spec: Mapping[str, int]) -> Range:
         if "count" in spec:
             return cls(spec["count"], spec["count"])
         return cls(spec["min"], spec["max"])
@@ -94,7 +95,7 @@ class Utility:
         return float(out) if np.ndim(out) == 0 else out
 
     @classmethod
-    def parse(cls, spec: Mapping[str, Any]) -> "Utility":
+    def parse(cls, spec: Mapping[str, Any]) -> Utility:
         params = {k: float(v) for k, v in spec.items() if k not in ("kind", "delay_unit", "delay_scale", "values")}
         values = tuple(float(v) for v in spec.get("values", ()))
         return cls(spec["kind"], params, spec.get("delay_unit", "slots"), float(spec.get("delay_scale", 1.0)), values)
@@ -192,6 +193,9 @@ class Instance:
     catalog: Catalog | None = field(repr=False, default=None)
     #: problem options stated in the file (``options``); ``--set`` overrides them
     options: Mapping[str, Any] = field(default_factory=dict)
+    if TYPE_CHECKING:  # set by __post_init__; declared for the type checker only, so not dataclass fields
+        _server_index: dict[str, Server] = field(init=False, repr=False, compare=False)
+        _job_index: dict[str, Job] = field(init=False, repr=False, compare=False)
 
     @property
     def sha256(self) -> str:
@@ -346,12 +350,13 @@ def _job(i: int, spec: dict[str, Any], file: str | None, catalog: Catalog | None
         raise InstanceError("overrides need a model to override", file, join(path, "overrides"))
     arrival = spec.get("arrival_slot", 0)
     if slots is not None and arrival >= slots:
-        raise InstanceError(f"arrival slot {arrival} is outside the horizon (time.slots = {slots}, slots count from 0)", file, join(path, "arrival_slot"))
+        raise InstanceError(f"arrival slot {arrival} is outside the horizon (time.slots = {slots}, slots count from 0)", file,
+                            join(path, "arrival_slot"))
     values = spec.get("utility", {}).get("values", [])
     for k in range(1, len(values)):
         if values[k] > values[k - 1]:
-            raise InstanceError(f"a utility must not increase with delay: values[{k}] = {values[k]:g} > values[{k - 1}] = {values[k - 1]:g}",
-                                file, join(path, f"utility.values[{k}]"))
+            raise InstanceError(f"a utility must not increase with delay: values[{k}] = {values[k]:g} "
+                                f"> values[{k - 1}] = {values[k - 1]:g}", file, join(path, f"utility.values[{k}]"))
     architecture = spec.get("architecture", "ps")
     workers = Range.parse(spec["workers"])
     if workers.lo > workers.hi:
@@ -411,7 +416,8 @@ def _check_fits(job: Job, servers: tuple[Server, ...], file: str | None) -> None
         eligible = [s for s in servers if job.may_run_on(s, task)]
         if not eligible:
             what = f"GPU model in {list(job.gpu_models)} and " if task == "worker" and job.gpu_models else ""
-            raise InstanceError(f"no server may host a {task} of this job (needs {what}role {task!r} or 'any')", file, f"{job.path}.demand.{task}")
+            raise InstanceError(f"no server may host a {task} of this job (needs {what}role {task!r} or 'any')", file,
+                                f"{job.path}.demand.{task}")
         if any(all(s.capacity.get(r, 0.0) >= a for r, a in demand.items()) for s in eligible):
             continue
         # name the resource that no eligible server has enough of, the most telling one first
@@ -420,7 +426,8 @@ def _check_fits(job: Job, servers: tuple[Server, ...], file: str | None) -> None
             if best < amount:
                 field = resource if resource in STANDARD_RESOURCES else f"extra.{resource}"
                 raise InstanceError(
-                    f"one {task} needs {_fmt(amount)} {resource} but the largest eligible server has {_fmt(best)}: the job fits on no server",
+                    f"one {task} needs {_fmt(amount)} {resource} but the largest eligible server has {_fmt(best)}: "
+                    "the job fits on no server",
                     file, f"{job.path}.demand.{task}.{field}")
         raise InstanceError(f"one {task} fits on no single eligible server (each lacks some resource)", file, f"{job.path}.demand.{task}")
 

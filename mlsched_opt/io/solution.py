@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class Solution:
 
     @classmethod
     def for_instance(cls, instance: Instance, problem: str, method: str, report: SolveReport,
-                     decision: dict[str, Any] | None, problem_options: Mapping[str, Any]) -> "Solution":
+                     decision: dict[str, Any] | None, problem_options: Mapping[str, Any]) -> Solution:
         return cls(problem, method, report, plain(decision), instance.sha256, instance.name, instance.file,
                    plain(dict(problem_options)))
 
@@ -103,7 +104,7 @@ def read_solution(path: str | Path) -> Solution:
         value = rep.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
             raise InstanceError(f"expected {what}", name, f"report.{key}")
-        if kind != str and kind != dict and value is not None and abs(value) > MAX_REPORTED:
+        if isinstance(value, (int, float)) and abs(value) > MAX_REPORTED:  # the numeric fields (bool refused above)
             raise InstanceError(f"must be at most {MAX_REPORTED:g} in magnitude", name, f"report.{key}")
     try:
         report = SolveReport.from_dict(rep)

@@ -6,9 +6,9 @@ To add a family: create ``mlsched_opt/problems/<name>/`` whose ``__init__`` defi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
-
-from typing import Any, Mapping
+from typing import Any
 
 from ..checking import CheckResult, check_for_family
 from ..errors import OptionError
@@ -37,5 +37,6 @@ def check_solution(instance: Instance, solution: Solution, options: Mapping[str,
     return check_for_family(get_family(solution.problem), instance, solution, options)
 
 
-__all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodKind", "MethodResult", "Option", "TraceImport", "check_solution",
+__all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodKind", "MethodResult", "Option", "TraceImport",
+           "check_solution",
            "get_family", "heuristic_report"]

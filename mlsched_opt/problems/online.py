@@ -32,7 +32,8 @@ with a start interval, committed task triples).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import numpy as np
 

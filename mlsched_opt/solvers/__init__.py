@@ -12,9 +12,10 @@ from pathlib import Path
 import pyomo.environ as pyo
 
 from ..errors import OptionError
-from .pyomo_run import Backend, legacy_available, solve, solve_highs, solve_legacy
+
 # re-exported: the CLI, the notebooks and most tests take SolveOptions from here
 from ..report import STATUSES, SolveOptions, SolveReport, relative_gap
+from .pyomo_run import Backend, legacy_available, solve, solve_highs, solve_legacy
 
 #: Solvers wired in directly (SCIP through pyscipopt, the referee of certification).
 NATIVE = ("highs", "cpsat", "scip")
@@ -47,7 +48,7 @@ def available_solvers() -> dict[str, str | None]:
 
     from .scip import scip_version
 
-    out: dict[str, str | None] = {"highs": ".".join(map(str, Highs().version())), "cpsat": ortools.__version__,
+    out: dict[str, str | None] = {"highs": ".".join(map(str, Highs().version())), "cpsat": ortools.__version__,  # type: ignore[attr-defined]  # not in ortools' typing
                                   "scip": scip_version()}
     for name in OTHER_KNOWN:
         out[name] = "installed" if legacy_available(name) else None

@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyomo.environ as pyo
 
 from ..errors import UserError
-from .pyomo_run import solve
 from ..report import SolveOptions, SolveReport
 from ..tolerances import CERTIFY_REL_TOL, CHECK_TOL, OBJECTIVE_ABS_TOL
+from .pyomo_run import solve
 
 #: Below this many seconds left, no referee is started (its answer could not be trusted anyway).
 MIN_REFEREE_S = 0.05
@@ -220,7 +221,8 @@ def _resolve(report: SolveReport, claims: list[Claim], gap: float) -> tuple[Solv
     witnesses = [c for c in claims if c.value is not None]
     best = None
     for c in witnesses:
-        if best is None or better(c.value, best.value, sense, gap):
+        assert c.value is not None
+        if best is None or (best.value is not None and better(c.value, best.value, sense, gap)):
             best = c
     refuted = [c for c in claims if (c.says_optimal or c.says_infeasible)
                and (c.rejected or (best is not None and _refutes(best, c, sense, gap)))]

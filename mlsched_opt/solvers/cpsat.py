@@ -25,8 +25,8 @@ from ortools.sat.python import cp_model
 from pyomo.repn import generate_standard_repn
 
 from ..errors import UserError
-from .pyomo_run import BackendResult, objective_of
 from ..report import SolveOptions
+from .pyomo_run import BackendResult, objective_of
 
 _MAX_POWER = 6
 _TOL = 1e-9
@@ -94,7 +94,8 @@ def translate(model: pyo.ConcreteModel) -> Translation:
             continue
         scale = _integral_scale(coefs)
         if scale is None:
-            raise NotTranslatable(f"constraint {con.name} has coefficients that are not decimals with at most {_MAX_POWER} digits", field="--solver")
+            raise NotTranslatable(f"constraint {con.name} has coefficients that are not decimals with at most {_MAX_POWER} digits",
+                                  field="--solver")
         int_coefs = [round(c * scale) for c in coefs]
         # divide by the coefficients' gcd: same integer solutions, smaller numbers for CP-SAT's presolve
         divisor = math.gcd(*int_coefs)
@@ -168,7 +169,7 @@ def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpS
     bound = solver.best_objective_bound if cp.has_objective() and has_solution else None
     if bound is not None and not math.isfinite(bound):
         bound = None
-    return solver, BackendResult(termination, has_solution, bound, ortools.__version__, message)
+    return solver, BackendResult(termination, has_solution, bound, ortools.__version__, message)  # type: ignore[attr-defined]  # set at run time; ortools' typed package does not declare it
 
 
 def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult:
@@ -187,7 +188,8 @@ def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
         # (about 1e-6), which certification then checks against a second solver
         outcome.bound = None
         if outcome.termination == "optimal":
-            outcome.message = "; ".join(filter(None, [outcome.message, "CP-SAT proved optimality at its float-objective precision (about 1e-6)"]))
+            outcome.message = "; ".join(filter(None,
+                                               [outcome.message, "CP-SAT proved optimality at its float-objective precision (about 1e-6)"]))
     elif outcome.bound is not None:
         outcome.bound = outcome.bound / tr.objective_scale + tr.objective_offset
     return outcome

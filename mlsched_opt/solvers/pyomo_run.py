@@ -13,14 +13,15 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 import pyomo.environ as pyo
 
 from ..errors import SolverUnavailable
 from ..report import SolveOptions, SolveReport
-from ..tolerances import GAP_SLACK
+from ..tolerances import GAP_SLACK, SOLVER_INFINITY
 
 
 @dataclass
@@ -128,7 +129,7 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
         TC.infeasibleOrUnbounded: "infeasible-or-unbounded",
     }.get(results.termination_condition, "error")
     bound = results.objective_bound
-    if bound is not None and abs(bound) == float("inf"):
+    if bound is not None and not abs(bound) < SOLVER_INFINITY:  # HiGHS's "no bound" (inf, or 1e20)
         bound = None
     message = "" if termination != "error" else f"HiGHS ended with {results.termination_condition.name}"
     return BackendResult(termination, has_solution, bound, version, message)
@@ -149,7 +150,7 @@ _LEGACY_OPTIONS = {
 def legacy_available(name: str) -> bool:
     try:
         return bool(pyo.SolverFactory(name).available(exception_flag=False))
-    except Exception:  # a plugin that fails to even probe is not available
+    except Exception:  # noqa: BLE001 -- a plugin that fails to even probe is not available
         return False
 
 
@@ -165,7 +166,7 @@ def solve_legacy(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResu
         raise SolverUnavailable(f"solver {name!r} has no time-limit mapping here; use highs or cpsat", field="--solver")
     for key, opt_name in names.items():
         opt.options[opt_name] = getattr(options, key)
-    kwargs = {"load_solutions": False}
+    kwargs: dict[str, Any] = {"load_solutions": False}
     if hasattr(opt, "executable"):
         kwargs["timelimit"] = options.time_limit + 10  # kills the process if the solver ignores its own limit
     logging.getLogger("pyomo.core").setLevel(logging.ERROR)

@@ -9,15 +9,15 @@ keeps continuous variables and fractional coefficients: SCIP takes them as they 
 from __future__ import annotations
 
 import importlib.util
-import math
 import sys
 
 import pyomo.environ as pyo
 from pyomo.repn import generate_standard_repn
 
 from ..errors import SolverUnavailable
-from .pyomo_run import BackendResult, objective_of
 from ..report import SolveOptions
+from ..tolerances import SOLVER_INFINITY
+from .pyomo_run import BackendResult, objective_of
 
 
 def scip_available() -> bool:
@@ -58,7 +58,7 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult
     scip = pyscipopt.Model()
     # SCIP writes its log to the process's stdout; under -v it goes to stderr (see the solve below)
     scip.hideOutput(not options.log)
-    pairs: dict[int, tuple[pyo.Var, object]] = {}
+    pairs: dict[int, tuple[pyo.Var, pyscipopt.Variable]] = {}
 
     def var(v: pyo.Var):
         key = id(v)
@@ -107,6 +107,7 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult
     has_solution = scip.getNSols() > 0 and status not in ("infeasible", "unbounded", "inforunbd")
     if has_solution:
         best = scip.getBestSol()
+        assert best is not None  # getNSols() > 0
         for pvar, svar in pairs.values():
             pvar.set_value(scip.getSolVal(best, svar), skip_validation=True)
     termination = {
@@ -115,7 +116,8 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult
         "infeasible": "infeasible", "unbounded": "unbounded", "inforunbd": "infeasible-or-unbounded",
     }.get(status, "error")
     bound = scip.getDualbound() if has_solution else None
-    if bound is not None and not math.isfinite(bound):
+    # SCIP's infinity is a finite 1e20: without a proven bound getDualbound() returns -1e20 (min)
+    if bound is not None and not abs(bound) < SOLVER_INFINITY:
         bound = None
     message = "" if termination != "error" else f"SCIP ended with status {status}"
     return BackendResult(termination, has_solution, bound, scip_version() or "", message, prep_s=prep_s)

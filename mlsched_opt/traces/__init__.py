@@ -9,9 +9,10 @@ workload catalog from Gavel's throughput file (:mod:`.gavel`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..errors import OptionError
 from ..io.catalog import Catalog

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -61,7 +61,8 @@ def assign_models(trace: Trace, eligible: Sequence[str], spec: ImportSpec, redra
         raise TraceError("no catalog workload has the figures this family needs", None, "--catalog")
     known = set(pool if keep is None else keep)
     draws = spec.rng("models").integers(len(pool), size=len(trace.jobs))
-    out, lost = [], {}
+    out: list[str] = []
+    lost: dict[str, int] = {}
     for job, d in zip(trace.jobs, draws):
         if job.model is not None and job.model in known:
             out.append(job.model)

@@ -142,28 +142,42 @@ def alibaba_pods(spec: ImportSpec) -> Trace:
     path = data_file(spec.data, relative)
     cols = [Column("name", "text"), Column("cpu_milli", "integer", minimum=0), Column("memory_mib", "integer", minimum=0),
             Column("num_gpu", "integer", minimum=0, maximum=MAX_GPUS), Column("gpu_milli", "integer", minimum=0)]
-    names = header(path)
-    has_spec = "gpu_spec" in names
-    has_time = {"creation_time", "deletion_time"} <= names
+    present = header(path)
+    has_spec = "gpu_spec" in present
+    has_time = {"creation_time", "deletion_time"} <= present
     if has_spec:
         cols.append(Column("gpu_spec", "text", optional=True))
     if has_time:
         cols += [Column("creation_time", "number", minimum=0, maximum=MAX_SECONDS),
                  Column("deletion_time", "number", minimum=0, maximum=MAX_SECONDS)]
-    rows, names, cpu, mem, gpu, milli, specs, times, ends = [], [], [], [], [], [], [], [], []
+    rows: list[int] = []
+    names: list[str] = []
+    cpu: list[int] = []
+    mem: list[int] = []
+    gpu: list[int] = []
+    milli: list[int] = []
+    specs: list[str | None] = []
+    times: list[float] = []
+    ends: list[float | None] = []
     for row, values in read_rows(path, cols):
         name, c, m, g, gm = values[:5]
-        if g and not 0 < gm <= 1000:  # type: ignore[operator]
+        if g and not 0 < gm <= 1000:
             raise TraceError(f"gpu_milli {gm} must be in 1..1000 for a pod with GPUs", str(path), f"row {row}, column gpu_milli")
         if g and g > 1 and gm != 1000:
             raise TraceError(f"a pod with {g} GPUs must take whole GPUs (gpu_milli 1000), got {gm}", str(path),
                              f"row {row}, column gpu_milli")
-        rows.append(row); names.append(name); cpu.append(c); mem.append(m); gpu.append(g); milli.append(gm)
+        rows.append(row)
+        names.append(name)
+        cpu.append(c)
+        mem.append(m)
+        gpu.append(g)
+        milli.append(gm)
         specs.append(values[5] if has_spec else None)
         times.append(values[-2] if has_time else float(len(times)))
-        ends.append(values[-1] if has_time else None)
-        if has_time and ends[-1] < times[-1]:  # type: ignore[operator]
-            raise TraceError(f"deletion_time {ends[-1]:g} is before creation_time {times[-1]:g}", str(path),
+        end = values[-1] if has_time else None
+        ends.append(end)
+        if end is not None and end < times[-1]:
+            raise TraceError(f"deletion_time {end:g} is before creation_time {times[-1]:g}", str(path),
                              f"row {row}, column deletion_time")
     _unique_names(names, rows, path, "name")
     order = _order(times, rows)
@@ -192,7 +206,10 @@ def philly_jobs(spec: ImportSpec) -> Trace:
             Column("num_gpus", "integer", minimum=0, maximum=MAX_GPUS)]
     rows, times, durations, gpus = [], [], [], []
     for row, (t, d, g) in read_rows(path, cols):
-        rows.append(row); times.append(t); durations.append(d); gpus.append(g)
+        rows.append(row)
+        times.append(t)
+        durations.append(d)
+        gpus.append(g)
     order = _order(times, rows)
     first, n = window(len(order), spec.jobs, spec.options.get("start"), spec.rng("window"), "jobs", spec.notes, str(path))
     picked = order[first:first + n]
@@ -216,8 +233,12 @@ def pollux_jobs(spec: ImportSpec) -> Trace:
         if app not in POLLUX_MODELS:
             raise TraceError(f"application {app!r} has no catalog workload (known: {', '.join(POLLUX_MODELS)})", str(path),
                              f"row {row}, column application")
-        rows.append(row); names.append(name); times.append(t); models.append(POLLUX_MODELS[str(app)][0])
-        replicas.append(r); batches.append(b)
+        rows.append(row)
+        names.append(name)
+        times.append(t)
+        models.append(POLLUX_MODELS[str(app)][0])
+        replicas.append(r)
+        batches.append(b)
     _unique_names(names, rows, path, "name")
     order = _order(times, rows)
     first, n = window(len(order), spec.jobs, spec.options.get("start"), spec.rng("window"), "jobs", spec.notes, str(path))

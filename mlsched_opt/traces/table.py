@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any
 
 from ..errors import UserError
 
@@ -48,7 +49,7 @@ def _timestamp(text: str) -> float:
     # ISO 8601 (Philly: "2017-10-09 07:01:55"; fromisoformat is C code, 10x strptime). A stamp
     # without a zone is read as UTC, so the result does not depend on the machine's zone.
     stamp = datetime.fromisoformat(text)
-    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)).timestamp()
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
 
 
 def _text(text: str) -> str:
@@ -101,12 +102,14 @@ def header(path: Path) -> set[str]:
     return {h.strip() for h in first}
 
 
-def read_rows(path: Path, columns: list[Column]) -> Iterator[tuple[int, list[object]]]:
+# values are Any: each one's type follows its Column's kind, which a static list type cannot carry
+def read_rows(path: Path, columns: list[Column]) -> Iterator[tuple[int, list[Any]]]:
     """``(row number, values)`` for each data row, values parsed by ``columns`` (``None`` for an
     empty optional cell).  A missing column, a short row or a bad cell is a :class:`TraceError`."""
     name = str(path)
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # a spreadsheet's byte-order mark is not part of the header
+        # outside `with` so that only the open maps to "cannot read"; a spreadsheet's byte-order mark is not part of the header
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror}", name) from None
     with fh:

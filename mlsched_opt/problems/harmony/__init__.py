@@ -25,13 +25,20 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport
 from .check import check
-from .generate import OPTIONS as GENERATE_OPTIONS
-from .generate import generate
-from .methods import (DRL_GUARANTEE, EXACT_GUARANTEE, MYOPIC_GUARANTEE, SURROGATE_GUARANTEE, heuristic, run_drl, run_exact,
-                      run_myopic, run_surrogate)
 from .formulation import build_model, decision_from_model
-from .trace import OPTIONS as TRACE_OPTIONS
-from .trace import from_trace
+from .generate import OPTIONS as GENERATE_OPTIONS, generate
+from .methods import (
+    DRL_GUARANTEE,
+    EXACT_GUARANTEE,
+    MYOPIC_GUARANTEE,
+    SURROGATE_GUARANTEE,
+    heuristic,
+    run_drl,
+    run_exact,
+    run_myopic,
+    run_surrogate,
+)
+from .trace import OPTIONS as TRACE_OPTIONS, from_trace
 from .train import TRAIN_OPTIONS
 from .view import MAX_INTERVALS
 from .world import WORLDS
@@ -59,19 +66,26 @@ FAMILY = Family(
     train=_train,
     train_options=TRAIN_OPTIONS,
     algorithms=(
-        Method("exact", MethodKind.ORACLE, run_exact, "exhaustive search of a static batch in the true world: placements and start intervals (server symmetry, proven delay bound)",
+        Method("exact", MethodKind.ORACLE, run_exact,
+               "exhaustive search of a static batch in the true world: placements and start intervals "
+               "(server symmetry, proven delay bound)",
                guarantee=EXACT_GUARANTEE),
-        Method("surrogate", MethodKind.ORACLE, run_surrogate, "linearized pairwise-interference MILP (spec 6c, --solver cpsat|highs), scored in the true world",
+        Method("surrogate", MethodKind.ORACLE, run_surrogate,
+               "linearized pairwise-interference MILP (spec 6c, --solver cpsat|highs), scored in the true world",
                guarantee=SURROGATE_GUARANTEE),
-        Method("myopic", MethodKind.HEURISTIC, run_myopic, "per interval, the joint placement of up to 3 queued jobs maximizing the sum of normalized speeds",
+        Method("myopic", MethodKind.HEURISTIC, run_myopic,
+               "per interval, the joint placement of up to 3 queued jobs maximizing the sum of normalized speeds",
                guarantee=MYOPIC_GUARANTEE),
         Method("drl", MethodKind.HEURISTIC, run_drl, "Harmony: the trained actor-critic policy, one task per action, argmax (--model PATH)",
                guarantee=DRL_GUARANTEE, requires="torch"),
-        Method("load-balance", MethodKind.BASELINE, heuristic("load-balance"), "the least-loaded feasible server (Kubernetes/Mesos spreading)"),
+        Method("load-balance", MethodKind.BASELINE, heuristic("load-balance"),
+               "the least-loaded feasible server (Kubernetes/Mesos spreading)"),
         Method("tetris", MethodKind.BASELINE, heuristic("tetris"), "multi-resource packing by demand/free alignment (Tetris)"),
-        Method("least-interference", MethodKind.BASELINE, heuristic("least-interference"), "LIF-pairwise: least profiled pairwise slowdown"),
+        Method("least-interference", MethodKind.BASELINE, heuristic("least-interference"),
+               "LIF-pairwise: least profiled pairwise slowdown"),
         Method("packing", MethodKind.BASELINE, heuristic("packing"), "bin packing: the fullest server that fits"),
-        Method("standalone", MethodKind.BASELINE, heuristic("standalone"), "standalone-first: a server with no other job, else the least loaded"),
+        Method("standalone", MethodKind.BASELINE, heuristic("standalone"),
+               "standalone-first: a server with no other job, else the least loaded"),
         Method("random", MethodKind.BASELINE, heuristic("random"), "a random feasible server (seeded)"),
     ),
     options=(
@@ -80,7 +94,8 @@ FAMILY = Family(
         Option("starts", "any", STARTS,
                "when a job may start: any interval from its arrival on (a job may wait, gang semantics) or only its arrival "
                "interval (simultaneous: spec 6a's static reference)", problem=True),
-        Option("model", "", None, "drl: the trained policy file (default: models/harmony-drl.pt; tensors only, never code)", flag="--model"),
+        Option("model", "", None, "drl: the trained policy file (default: models/harmony-drl.pt; tensors only, never code)",
+               flag="--model"),
         Option("group", 3, None, "myopic: queued jobs placed jointly per search", minimum=1, maximum=4),
         Option("max_intervals", MAX_INTERVALS, None,
                "refuse before simulating when the jobs' standalone runs add up to more scheduling intervals than this",

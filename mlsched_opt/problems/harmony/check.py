@@ -21,7 +21,8 @@ task counts, including absurdly large ones), ``arrival``, ``simultaneous``, ``ca
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def _replay(view: HarmonyView, w: np.ndarray, p: np.ndarray, start: np.ndarray, 
     finish = np.full(view.J, np.nan)
     running: set[int] = set()
     t = 0.0
-    for k in sorted(set(int(x) for x in start)):
+    for k in sorted({int(x) for x in start}):
         t = _run_until(view, w, p, running, remaining, finish, t, k * view.slot_s)
         running |= {j for j in range(view.J) if start[j] == k}
         _capacity(view, w, p, running, k, result)

@@ -22,7 +22,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -46,7 +46,7 @@ _CHUNK = 20000
 MAX_VECTORS = 10**6
 
 
-@lru_cache(maxsize=None)
+@cache
 def count_vectors(n: int, M: int) -> np.ndarray:
     """Every way to spread ``n`` identical tasks over ``M`` servers, shape (C(n+M-1, M-1), M), the
     first server's count descending, then the next's (reverse lexicographic order).
@@ -187,7 +187,8 @@ def _extend(w: np.ndarray, p: np.ndarray, used: np.ndarray, ow: np.ndarray, op: 
         b, o = np.nonzero(np.all(new_used <= cap + 1e-9, axis=(2, 3)))
         parts.append((np.concatenate([w[lo + b], ow[o][:, None, :]], axis=1),
                       np.concatenate([p[lo + b], op[o][:, None, :]], axis=1), new_used[b, o]))
-    return tuple(np.concatenate(x) for x in zip(*parts))
+    new_w, new_p, new_u = (np.concatenate(x) for x in zip(*parts))
+    return new_w, new_p, new_u
 
 
 def _canonical(w: np.ndarray, p: np.ndarray, used: np.ndarray):
@@ -270,8 +271,8 @@ class Myopic(LoadBalance):
             best = self._search(env, group)
             if best is not None:
                 for j, (wj, pj) in zip(group, best):
-                    self.plan[j] = [("ps", m) for m in np.repeat(np.arange(view.M), pj)] + \
-                                   [("worker", m) for m in np.repeat(np.arange(view.M), wj)]
+                    self.plan[j] = [("ps", int(m)) for m in np.repeat(np.arange(view.M), pj)] + \
+                                   [("worker", int(m)) for m in np.repeat(np.arange(view.M), wj)]
                 return
             group = group[:-1]
 
@@ -384,7 +385,7 @@ def staggered_jct(view: HarmonyView, w: np.ndarray, p: np.ndarray, start: np.nda
     a boundary frees its servers for the jobs starting there (the checker's rule).  ``table``
     (:func:`speed_table` of the full placement array) and ``table_rows`` (which of its rows ``w``,
     ``p`` are) replace the speed evaluations by look-ups."""
-    B, J, M = w.shape
+    B, J, _M = w.shape
     begin = start.astype(float) * view.slot_s
     samples = np.broadcast_to(view.samples, (B, J))
     remaining = samples.astype(float).copy()
@@ -491,7 +492,7 @@ def exhaustive_any(view: HarmonyView, time_limit: float) -> AnyResult:
     bound = (view.samples / (alone * view.slot_s)).sum(axis=1)
     order = np.argsort(bound, kind="stable")
     w, p, bound = w[order], p[order], bound[order]
-    best = (math.inf, None, None)
+    best: tuple[float, np.ndarray | None, int | None] = (math.inf, None, None)
     zero = np.zeros(J, int)
     jct, ok = staggered_jct(view, w, p, zero)
     avg = np.where(ok, jct.mean(axis=1), np.inf)

@@ -26,8 +26,9 @@ exhaustive search of :mod:`.exact`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo

@@ -58,7 +58,7 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
     cap = np.array([CAPACITY[r] for r in ("cpu", "gpu", "memory_gb")], float)
     wd = np.array([WORKER.get(r, 0) for r in ("cpu", "gpu", "memory_gb")], float)
     pd = np.array([PS.get(r, 0) for r in ("cpu", "gpu", "memory_gb")], float)
-    draws = []
+    draws: list[list[Any]] = []  # [kind, allreduce, W, P, d], shrunk in place below
     for _ in range(spec.jobs):
         kind = int(rng.integers(len(world.types)))
         allreduce = bool(rng.random() < opts["allreduce_share"])
@@ -101,7 +101,7 @@ def _shrink_to_fit(draws: list[list], total: np.ndarray, wd: np.ndarray, pd: np.
         return sum(W * wd + P * pd for _, _, W, P, _ in draws)
 
     while not np.all(use() <= total + 1e-9):
-        shrinkable = [i for i, (_, allreduce, W, P, _) in enumerate(draws) if W + P > (1 if allreduce else 2)]
+        shrinkable = [i for i, (_, allreduce, W, P, _) in enumerate(draws) if (1 if allreduce else 2) < W + P]
         if not shrinkable:
             raise UserError(f"{n} jobs cannot all start at once on these servers; use fewer jobs or more servers", field="--jobs")
         big = max(shrinkable, key=lambda i: (draws[i][2] + draws[i][3], -i))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -13,8 +14,8 @@ from ...solvers import SolveOptions, SolveReport, solve
 from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
 from .exact import Myopic, exhaustive, exhaustive_any, job_options, static_jct
-from .simulate import Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
 from .formulation import build_model, decision_from_model
+from .simulate import Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
 from .view import MAX_INTERVALS, HarmonyView, check_horizon, view_of
 
 EXACT_GUARANTEE = ("exact: the minimum average JCT of a static batch by exhaustion, over every placement and every start "
@@ -95,10 +96,12 @@ def run_exact(instance: Instance, options: Mapping[str, Any], solve_options: Sol
                if res.complete else "time limit during enumeration")
         return MethodResult(SolveReport(status, None, None, "min", "enumeration", "mlsched-opt", dict(options),
                                         solve_s=res.elapsed_s, message=f"{msg}; {stats}"), None)
+    assert res.w is not None and res.p is not None  # set together with avg_jct
     decision = _static_decision(view, res.w, res.p)
     status = "optimal" if res.complete else "feasible"
     report = SolveReport(status, res.avg_jct, res.avg_jct if res.complete else None, "min", "enumeration", "mlsched-opt",
-                         dict(options), solve_s=res.elapsed_s, message=stats + ("" if res.complete else "; time limit: not every placement evaluated"))
+                         dict(options), solve_s=res.elapsed_s,
+                         message=stats + ("" if res.complete else "; time limit: not every placement evaluated"))
     return MethodResult(report, decision)
 
 
@@ -122,6 +125,7 @@ def _run_exact_any(view: HarmonyView, options: Mapping[str, Any], solve_options:
     if res.avg_jct is None:
         return MethodResult(SolveReport("time-limit-no-solution", None, None, "min", "enumeration", "mlsched-opt", dict(options),
                                         solve_s=res.elapsed_s, message=f"time limit during enumeration; {stats}"), None)
+    assert res.start is not None and res.w is not None and res.p is not None  # set together with avg_jct
     decision = placement_decision(view, res.start, res.w, res.p)
     status = "optimal" if res.complete else "feasible"
     report = SolveReport(status, res.avg_jct, res.bound, "min", "enumeration", "mlsched-opt",

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UserError
-from .baselines import LoadBalance, Packing
+from .baselines import Heuristic, LoadBalance, Packing
 from .exact import standalone_intervals, standalone_speeds
 from .features import context_width, host_width, job_width, policy_state, reward_inputs, server_width
 from .simulate import Env
@@ -36,8 +36,9 @@ try:
     import torch
     from torch import nn
 except ImportError:  # pragma: no cover - exercised where the extra is absent
-    torch = None
-    nn = None
+    # None marks the absent rl extra (require_torch tests it); a module-or-None has no static type
+    torch = None  # type: ignore[assignment]
+    nn = None  # type: ignore[assignment]
 
 from ...io.catalog import shipped_catalog_dir  # the checkout's models/, else the installed package data
 
@@ -117,7 +118,7 @@ class PolicyChooser:
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
-        self.heuristic = None
+        self.heuristic: Heuristic | None = None
         self.length = standalone_intervals(self.view)
 
     def start_job(self, env: Env, j: int) -> None:
@@ -241,7 +242,7 @@ def _read_policy_document(p: Path) -> dict:
     containers only, so a crafted file cannot run code (a policy is a file people download)."""
     try:
         doc = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a corrupt, foreign or code-carrying file is the user's, not a bug
+    except Exception as exc:  # noqa: BLE001 -- a corrupt, foreign or code-carrying file is the user's, not a bug
         raise UserError(f"not a safe policy file: only tensors and plain data are loaded ({type(exc).__name__})",
                         file=str(p), field="--model") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:

@@ -14,8 +14,9 @@ fraction of their total work trained in the interval (spec 1.5).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -40,11 +41,11 @@ class TimeLimitReached(Exception):
 class Chooser(Protocol):
     """Places one task at a time: ``choose`` returns a server index among ``mask``'s true entries."""
 
-    def start_job(self, env: "Env", j: int) -> None: ...
+    def start_job(self, env: Env, j: int) -> None: ...
 
-    def choose(self, env: "Env", j: int, role: str, mask: np.ndarray) -> int: ...
+    def choose(self, env: Env, j: int, role: str, mask: np.ndarray) -> int: ...
 
-    def end_job(self, env: "Env", j: int, placed: bool) -> None: ...
+    def end_job(self, env: Env, j: int, placed: bool) -> None: ...
 
 
 @dataclass
@@ -69,7 +70,7 @@ class Env:
     left: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, view: HarmonyView) -> "Env":
+    def empty(cls, view: HarmonyView) -> Env:
         J, M = view.J, view.M
         return cls(view=view, free=view.capacity.astype(float).copy(), w=np.zeros((J, M), int), p=np.zeros((J, M), int),
                    remaining=view.samples.astype(float).copy(), running=np.zeros(J, bool), done=np.zeros(J, bool),
@@ -185,11 +186,14 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
         if queue and not placed and not env.running.any():
             # a chooser that fragments the empty cluster must not stall the trace
             j = queue[0]
-            env.w[j], env.p[j] = empty_cluster_placement(view, j)
+            fallback = empty_cluster_placement(view, j)
+            assert fallback is not None, j  # every accepted job fits on the empty cluster
+            env.w[j], env.p[j] = fallback
             env.free = view.capacity - env.w[j][:, None] * view.worker_demand[j] - env.p[j][:, None] * view.ps_demand[j]
             placed = [j]
             fallbacks += 1
         decisions += len(placed)
+        assert env.placed_w is not None and env.placed_p is not None  # Env.empty sets them
         for j in placed:
             queue.remove(j)
             env.running[j] = True
@@ -200,6 +204,7 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
         if on_interval is not None:
             on_interval(env, reward)
         k += 1
+    assert env.placed_w is not None and env.placed_p is not None  # Env.empty sets them
     return HarmonyRun(env.start.copy(), env.placed_w.copy(), env.placed_p.copy(), env.finish_s.copy(), rewards, fallbacks, decisions)
 
 

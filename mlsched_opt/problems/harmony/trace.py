@@ -50,8 +50,7 @@ from ...traces.model import pick_nodes
 from ...traces.sources import ALIBABA_NODES, alibaba_nodes, cluster
 from ..base import Option
 from .exact import standalone_speed
-from .generate import OPTIONS as GENERATE_OPTIONS
-from .generate import PS, WORKER
+from .generate import OPTIONS as GENERATE_OPTIONS, PS, WORKER
 from .view import greedy_gang, make_world
 from .world import WORLDS
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -125,7 +126,7 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
     opt = torch.optim.Adam(net.parameters(), lr=float(opts["lr"]))
     heur_jct = {name: float(np.mean([simulate(v, make_heuristic(name, seed)).jct(v).mean() for v in validation]))
                 for name in (*HEURISTICS, "random")}
-    teacher = min(heur_jct, key=heur_jct.get)
+    teacher = min(heur_jct, key=lambda name: heur_jct[name])
     if int(opts["warmup"]) > 0:
         _imitate(net, [trace("train", 20_000 + k) for k in range(16)], teacher, int(opts["warmup"]), seed)
 
@@ -144,7 +145,7 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
         chooser = PolicyChooser(net, view, greedy=False, omega=omega, seed=int(rng.integers(2**31)))
         rewards: dict[int, float] = {}
         speed_fn = RewardModelSpeeds(reward_net, view) if opts["reward"] == "model" else true_speeds(view)
-        simulate(view, chooser, speed_fn, on_interval=lambda env, r: rewards.__setitem__(env.interval, r))
+        simulate(view, chooser, speed_fn, on_interval=lambda env, r: rewards.__setitem__(env.interval, r))  # noqa: B023 -- runs within this iteration
         returns = _returns(rewards, gamma)
         for step in chooser.log:
             buffer.append((step.servers, step.context, step.mask, step.action, returns.get(step.interval, 0.0)))
@@ -266,7 +267,9 @@ def reward_samples(views: list[HarmonyView], seed: int, noise: float = 0.03):
                 live = np.zeros(view.J, bool)
                 live[idx] = True
                 hosts, mask, jobs = reward_inputs(view, idx, w * live[:, None], p * live[:, None])
-                H.append(hosts), K.append(mask), F.append(jobs)
+                H.append(hosts)
+                K.append(mask)
+                F.append(jobs)
                 Yt.append(v / alone[idx])
                 Y.append(v / alone[idx] * (1 + noise * rng.standard_normal(len(idx))))
                 return v

@@ -16,9 +16,9 @@ finish - arrival, in intervals.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Mapping
 
 import numpy as np
 
@@ -102,7 +102,8 @@ def view_of(instance: Instance, options: Mapping, require_fit: bool = True) -> H
             raise InstanceError(f"model {job.model!r} is not a type of the {world.name!r} world (types: {', '.join(world.types)})",
                                 file, f"{job.path}.model")
         if job.workers.lo != job.workers.hi:
-            raise InstanceError("Harmony does not size jobs: give a fixed worker count (workers = {count = W})", file, f"{job.path}.workers")
+            raise InstanceError("Harmony does not size jobs: give a fixed worker count (workers = {count = W})", file,
+                                f"{job.path}.workers")
         if job.ps.lo != job.ps.hi:
             raise InstanceError("Harmony does not size jobs: give a fixed PS count (ps = {count = P})", file, f"{job.path}.ps")
         if job.architecture == "ps" and job.ps.hi == 0:

@@ -34,8 +34,9 @@ squares to Gavel's pairwise co-location throughputs (:mod:`.gavel_fit`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class World:
         over = np.maximum(0.0, x - 1.0)
         return x + self.kappa * over * over
 
-    def harder(self) -> "World":
+    def harder(self) -> World:
         """The spec's "hard" world: sensitivities x 1.5 and kappa = 2."""
         return replace(self, name="hard", s=self.s * 1.5, kappa=2.0, source=self.source + "; hard: s x 1.5, kappa = 2")
 
@@ -95,10 +96,10 @@ class Jobs:
     P: np.ndarray
 
     @classmethod
-    def of(cls, kinds: Sequence[int], is_ps: Sequence[bool], W: Sequence[int], P: Sequence[int]) -> "Jobs":
+    def of(cls, kinds: Sequence[int], is_ps: Sequence[bool], W: Sequence[int], P: Sequence[int]) -> Jobs:
         return cls(np.asarray(kinds, int), np.asarray(is_ps, bool), np.asarray(W, float), np.asarray(P, float))
 
-    def take(self, idx: np.ndarray | Sequence[int]) -> "Jobs":
+    def take(self, idx: np.ndarray | Sequence[int]) -> Jobs:
         idx = np.asarray(idx, int)
         return Jobs(self.kind[idx], self.is_ps[idx], self.W[idx], self.P[idx])
 
@@ -167,7 +168,7 @@ def speeds(world: World, jobs: Jobs, w: np.ndarray, p: np.ndarray) -> np.ndarray
     return jobs.W * world.batch[jobs.kind] / T
 
 
-_CACHE: dict[tuple[int, Hashable], tuple["World", Any]] = {}
+_CACHE: dict[tuple[int, Hashable], tuple[World, Any]] = {}
 
 
 def cached_per_world(world: World, key: Hashable, compute: Callable[[], Any]) -> Any:

@@ -19,19 +19,33 @@ from __future__ import annotations
 from ..base import Family, Method, MethodKind, Option, TraceImport
 from .check import check
 from .formulation import build_model, decision_from_model, diagnose, lp_relaxation
-from .generate import OPTIONS as GENERATE_OPTIONS
-from .generate import generate
+from .generate import OPTIONS as GENERATE_OPTIONS, generate
 from .market import ENGINES
-from .methods import (EXACT_GUARANTEE, MAX_BUDGET, MAX_ROUNDS, MAX_SAMPLES, MAX_STARTS, MARKET_GUARANTEE, SAMPLING_GUARANTEE, run_brute, run_bundles, run_equal_share,
-                      run_greedy, run_market, run_no_balance, run_random, run_sampling)
+from .methods import (
+    EXACT_GUARANTEE,
+    MARKET_GUARANTEE,
+    MAX_BUDGET,
+    MAX_ROUNDS,
+    MAX_SAMPLES,
+    MAX_STARTS,
+    SAMPLING_GUARANTEE,
+    run_brute,
+    run_bundles,
+    run_equal_share,
+    run_greedy,
+    run_market,
+    run_no_balance,
+    run_random,
+    run_sampling,
+)
 from .scheme import DISTRIBUTIONS, VALUATIONS
 from .timing import COMM_MODELS
-from .trace import OPTIONS as TRACE_OPTIONS
-from .trace import from_trace
+from .trace import OPTIONS as TRACE_OPTIONS, from_trace
 
 FAMILY = Family(
     name="hetero",
-    summary="place, size and load-balance synchronous data-parallel jobs on mixed GPU types for min average JCT (sampling + matching markets)",
+    summary="place, size and load-balance synchronous data-parallel jobs on mixed GPU types for min average JCT "
+            "(sampling + matching markets)",
     build_model=build_model,
     decision_from_model=decision_from_model,
     check=check,
@@ -41,9 +55,11 @@ FAMILY = Family(
     diagnose=diagnose,
     relaxation=lp_relaxation,
     algorithms=(
-        Method("sampling", MethodKind.HEURISTIC, run_sampling, "M sampled job-size categories + equal share, market per category, local search (seeded)",
+        Method("sampling", MethodKind.HEURISTIC, run_sampling,
+               "M sampled job-size categories + equal share, market per category, local search (seeded)",
                guarantee=SAMPLING_GUARANTEE),
-        Method("market", MethodKind.HEURISTIC, run_market, "every job-size category, matching market per category (JCT-gradient valuation, R rounds)",
+        Method("market", MethodKind.HEURISTIC, run_market,
+               "every job-size category, matching market per category (JCT-gradient valuation, R rounds)",
                guarantee=MARKET_GUARANTEE),
         Method("bundles", MethodKind.ORACLE, run_bundles, "Variant A: every bundle category, one-to-one market (exact, small clusters)",
                guarantee=EXACT_GUARANTEE),
@@ -68,7 +84,8 @@ FAMILY = Family(
         Option("search", "steepest", ("steepest", "first"), "local search: best neighbour, or the first improving one"),
         Option("starts", 3, None, "local search: start from this many best sampled categories", minimum=1, maximum=MAX_STARTS),
         Option("idle", "allow", ("allow", "forbid"),
-               "whether the categories the market and sampling search may leave GPUs idle (P6; a search restriction, not a rule of the problem)"),
+               "whether the categories the market and sampling search may leave GPUs idle "
+               "(P6; a search restriction, not a rule of the problem)"),
     ),
     trace=TraceImport(("alibaba", "philly", "pollux"), from_trace, TRACE_OPTIONS),
 )

@@ -32,7 +32,8 @@ spec's 10 Gb/s).
 from __future__ import annotations
 
 import csv
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -142,6 +143,7 @@ def mapped_throughputs(workload: Workload, gpu_models: Sequence[str],
     if ref is None:
         return out
     base = workload.throughput_samples_per_s(ref)
+    assert base is not None, ref  # reference_of names a model the workload was measured on
     for model in gpu_models:
         if workload.throughput_samples_per_s(model) is not None or model not in table:
             continue

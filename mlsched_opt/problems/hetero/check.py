@@ -12,7 +12,8 @@ measures are compared with the recomputed ones.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,9 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             comm = COMM_MODELS[options["comm"]](np.array([k]), comm_constant(hj, np.array([min(bandwidths)])))
             jcts.append(hj.iterations * (max(times) + float(comm[0])))
     for name, count in used.items():
-        cap = instance.server(name).capacity.get("gpu", 0.0)
+        server = instance.server(name)
+        assert server is not None, name  # read_counts keeps this instance's servers only
+        cap = server.capacity.get("gpu", 0.0)
         if count > cap:
             result.add("capacity", f"{name}, gpu", f"uses {count} GPUs > capacity {cap:g}")
     if result.feasible and len(jcts) == view.S:

@@ -12,8 +12,8 @@ answers on clusters too large to prove.
 from __future__ import annotations
 
 import time
-
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -85,7 +85,8 @@ def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options:
     cost = np.concatenate([j for _, _, j in cols]) / view.S if total else np.zeros(0)
     build_s = time.perf_counter() - start
     result = ArrayLP(cost, a, row_lo, row_hi, np.zeros(total), np.ones(total), time_limit=solve_options.time_limit).solve()
-    status = {"optimal": "optimal", "infeasible": "infeasible"}.get(result.status, "time-limit-no-solution" if result.status == "time-limit" else "error")
+    otherwise = "time-limit-no-solution" if result.status == "time-limit" else "error"
+    status = {"optimal": "optimal", "infeasible": "infeasible"}.get(result.status, otherwise)
     value = result.objective if status == "optimal" else None
     return SolveReport(status=status, objective=value, bound=value, sense="min", solver="highs (configuration LP, direct)",
                        solver_version=highspy_version(), options={"time_limit": solve_options.time_limit},

@@ -51,7 +51,8 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
     if spec.servers < 1 or spec.jobs < 1:
         raise UserError("need at least one server and one job", field="--servers")
     if spec.servers > MAX_SERVERS or spec.jobs > MAX_JOBS:
-        raise UserError(f"the hetero generator writes at most {MAX_SERVERS:,} servers and {MAX_JOBS:,} jobs", field="--servers" if spec.servers > MAX_SERVERS else "--jobs")
+        raise UserError(f"the hetero generator writes at most {MAX_SERVERS:,} servers and {MAX_JOBS:,} jobs",
+                        field="--servers" if spec.servers > MAX_SERVERS else "--jobs")
     notes = ""
     if opts["cluster"] == "alibaba":
         servers, notes = alibaba_servers(spec.servers, rng)

@@ -155,4 +155,5 @@ def _transport(gamma: np.ndarray, sizes: np.ndarray, counts: np.ndarray) -> np.n
     res = ArrayLP(c, a, lo, hi, np.zeros(s * g), ub, maximize=True, time_limit=60.0).solve()
     if res.status != "optimal":
         return None
+    assert res.x is not None  # an optimal LPResult carries its point
     return np.rint(res.x).astype(np.int64).reshape(s, g)

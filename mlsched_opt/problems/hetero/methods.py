@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +18,18 @@ from .baselines import greedy, random_placement
 from .configs import JctTable, decision, magnitude
 from .formulation import diagnose
 from .oracles import brute_force, variant_a
-from .scheme import (Market, best_category, count_categories, default_samples, enumerate_categories, equal_share,
-                     local_search, proportional_anchor, sample_categories, size_bounds)
+from .scheme import (
+    Market,
+    best_category,
+    count_categories,
+    default_samples,
+    enumerate_categories,
+    equal_share,
+    local_search,
+    proportional_anchor,
+    sample_categories,
+    size_bounds,
+)
 from .timing import jct
 from .view import HeteroView, hetero_view
 
@@ -62,6 +73,7 @@ def _finish(view: HeteroView, x: np.ndarray | None, options: Mapping[str, Any], 
             message = "every candidate was enumerated and none is feasible" + (f"; {why}" if why else "")
             report = dataclasses.replace(report, status="infeasible", message=message)
         return MethodResult(report, None)
+    assert x is not None  # reason is None only for an allocation
     dec = decision(view, x, options, split, stats)
     jcts = np.array(list(dec["extra"]["jct_s"].values()))
     fair = dec["extra"]["fairness"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -86,7 +86,7 @@ def brute_force(view: HeteroView, comm: str, deadline: float = math.inf) -> tupl
     if (s + 1) ** k > MAX_BRUTE_FORCE:
         raise OptionError(f"brute force needs {magnitude((s + 1) ** k)} assignments ((S+1)^K, limit {MAX_BRUTE_FORCE:,}); "
                           "it is a test oracle for K <= 10", field="--method")
-    vectors, table = ranged_table(view, comm)
+    _vectors, table = ranged_table(view, comm)
     weights = radix(view.counts)
     cls = view.worker_class()
     best, value = None, np.inf

@@ -37,8 +37,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -141,12 +141,14 @@ class Market:
         the workers a job gets sets its ring all-reduce time), so without this a job buys fast
         GPUs on slow links [our design].  Only runs when GPUs of the cluster have different links;
         at most ``2 S L`` extra market solves per category, ``L`` distinct link speeds."""
+        levels = self._levels
+        assert levels is not None  # called only when the cluster has several link speeds
         floors = np.full(self.view.S, -np.inf)
         bw = self.view.bandwidth
         for _ in range(2):
             improved = False
             for i in np.flatnonzero(self._link_bound):
-                for level in self._levels:
+                for level in levels:
                     if level == floors[i] or self.expired():
                         continue
                     trial = floors.copy()

@@ -18,7 +18,7 @@ section 1 (a reconstruction; our design):
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -115,18 +115,21 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
 
     # --- the cluster: GPU nodes whose model has a speed or a measurement
     nodes = cluster(spec, gpu_only=True)  # the alibaba source has no cluster option: its pods take Alibaba's nodes
-    servers, unknown = [], {}
-    for n in nodes.gpu_nodes:
-        if n.gpu_model not in speeds and not any(_measured(w, n.gpu_model) for w in catalog.values()):
-            unknown[n.gpu_model] = unknown.get(n.gpu_model, 0) + n.gpus
+    servers: list[dict[str, Any]] = []
+    unknown: dict[str, int] = {}
+    for node in nodes.gpu_nodes:
+        gpu_model = node.gpu_model
+        assert gpu_model, node.name  # gpu_nodes keeps the nodes that name their GPU model
+        if gpu_model not in speeds and not any(_measured(w, gpu_model) for w in catalog.values()):
+            unknown[gpu_model] = unknown.get(gpu_model, 0) + node.gpus
             continue
-        capacity: dict[str, Any] = {"gpu": n.gpus}
-        if n.cpu is not None:
-            capacity["cpu"] = n.cpu
-        if n.memory_gb is not None:
-            capacity["memory_gb"] = n.memory_gb
+        capacity: dict[str, Any] = {"gpu": node.gpus}
+        if node.cpu is not None:
+            capacity["cpu"] = node.cpu
+        if node.memory_gb is not None:
+            capacity["memory_gb"] = node.memory_gb
         capacity["bandwidth_gbps"] = opts["bandwidth_gbps"]
-        servers.append({"name": n.name, "gpu_model": n.gpu_model, "capacity": capacity})
+        servers.append({"name": node.name, "gpu_model": gpu_model, "capacity": capacity})
     if unknown:
         facts.append("left out (GPU model with no speed and no measurement): "
                      + ", ".join(f"{m} ({g} GPUs)" for m, g in sorted(unknown.items())))
@@ -272,7 +275,7 @@ def _pollux_comm_s(name: str, spec: ImportSpec, file: str) -> float:
     cols = [Column("num_nodes", "integer", minimum=1), Column("num_replicas", "integer", minimum=1),
             Column("sync_time", "number", minimum=0)]
     values = [float(s) * int(k) / (2.0 * (int(k) - 1)) for _, (nodes, k, s) in read_rows(path, cols)
-              if nodes == k and int(k) > 1]  # type: ignore[arg-type, operator]
+              if nodes == k and int(k) > 1]
     if not values:
         raise TraceError("no row with one replica per node (num_nodes = num_replicas > 1): no sync time to take", str(path))
     return float(f"{float(np.median(values)):.6g}")
@@ -285,7 +288,9 @@ def _scaled(w: Workload, ref: str, g: int, speeds: dict[str, float]) -> float:
               if r["gpu_model"] == ref and r.get("placement", "consolidated") == "consolidated" and r["gpus"] <= g]
     if scales:
         s = max(scales)
-        return float(w.throughput_samples_per_s(ref, s)) * g / s
+        measured = w.throughput_samples_per_s(ref, s)
+        assert measured is not None  # s is a measured count
+        return float(measured) * g / s
     one = w.throughput_samples_per_s(ref) or mapped_throughputs(w, [ref], speeds).get(ref)
     if not one:
         raise UserError(f"workload {w.name!r} has no throughput on {ref} nor on any of {', '.join(REFERENCES)}: "

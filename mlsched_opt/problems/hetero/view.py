@@ -159,7 +159,8 @@ def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: 
         if instance.inter_server_bandwidth_gbps is None and any(
                 "bandwidth_gbps" not in s.capacity for s in instance.servers if s.capacity.get("gpu", 0) > 0):
             raise InstanceError("the ring all-reduce term needs each GPU server's link bandwidth (capacity.bandwidth_gbps) "
-                                "or cluster.inter_server_bandwidth_gbps, or data_parallel.comm_s per job", file, "cluster.inter_server_bandwidth_gbps")
+                                "or cluster.inter_server_bandwidth_gbps, or data_parallel.comm_s per job", file,
+                                "cluster.inter_server_bandwidth_gbps")
     caps = spec.get("max_local_batch", {})
     cap = np.array([caps.get(c.gpu_model, NO_CAP) for c in classes], dtype=np.int64)
     hi = min(job.workers.hi, total)

@@ -31,12 +31,10 @@ from ..base import Family, Method, MethodKind, Option, TraceImport
 from .baselines import run_colocate, run_greedy_ilp, run_spread, run_unaware
 from .check import check
 from .formulation import build_model, decision_from_model, rescore
-from .generate import OPTIONS as GENERATE_OPTIONS
-from .generate import generate
+from .generate import OPTIONS as GENERATE_OPTIONS, generate
 from .methods import PD_GUARANTEE, RR_GUARANTEE, greedy, run_pd
 from .online import ORDERS
-from .trace import OPTIONS as TRACE_OPTIONS
-from .trace import from_trace
+from .trace import OPTIONS as TRACE_OPTIONS, from_trace
 from .view import LOCALITY, PS_PLACEMENT
 
 FAMILY = Family(
@@ -56,20 +54,23 @@ FAMILY = Family(
         Method("pd-rr", MethodKind.ONLINE, run_pd, "V-PD: OASiS-style prices as pattern costs, best payoff over deadlines by LP + RR-PC",
                guarantee=PD_GUARANTEE),
         Method("greedy-ilp", MethodKind.BASELINE, run_greedy_ilp, "V-Greedy with the exact per-job 0-1 program instead of LP + rounding"),
-        Method("unaware", MethodKind.BASELINE, run_unaware, "V-Greedy planning with q_in := q_ex (locality-unaware), true rates when executing"),
+        Method("unaware", MethodKind.BASELINE, run_unaware,
+               "V-Greedy planning with q_in := q_ex (locality-unaware), true rates when executing"),
         Method("colocate", MethodKind.BASELINE, run_colocate, "V-Greedy with co-located patterns only (one machine per slot)"),
         Method("spread", MethodKind.BASELINE, run_spread, "V-Greedy with spread patterns only"),
     ),
     options=(
         Option("order", "sjf", ORDERS, "order of simultaneous arrivals: smallest estimated work first, or FIFO (pitfall P10)"),
-        Option("locality", "job", LOCALITY, "job: q_in only when everything is on one machine; pair: per worker-PS shares (P2, evaluation only)",
+        Option("locality", "job", LOCALITY,
+               "job: q_in only when everything is on one machine; pair: per worker-PS shares (P2, evaluation only)",
                problem=True),
         Option("ps_placement", "free", PS_PLACEMENT,
                "free: any machine may host a job's PSs (spec P-ORIG; exact models it); with-workers: observation O3 as a rule, "
                "exactly ceil(n/gamma) PSs beside every n workers and no PS-only machine (a restriction: O3 is not WLOG)",
                problem=True),
         Option("epsilon", -1.0, None, "covering inflation: the LP targets (1 + epsilon) V; -1 (default) tries 0, 0.05 and 0.1 per LP "
-               "and keeps the cheapest covering plan (pitfall P6); a value in [0, 1] pins one", minimum=-1.0, maximum=1.0, flag="--epsilon"),
+               "and keeps the cheapest covering plan (pitfall P6); a value in [0, 1] pins one", minimum=-1.0, maximum=1.0,
+               flag="--epsilon"),
         Option("attempts", 5, None, "RR-PC attempts F per LP before the repair", minimum=1, maximum=1000, flag="--attempts"),
         Option("l_scale", 1.0, None, "pd-rr: factor on the price floor L (pitfall P16)", minimum=1e-6, maximum=1e6),
     ),

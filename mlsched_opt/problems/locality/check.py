@@ -25,7 +25,8 @@ Rules (each violation is named by its rule):
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -35,8 +36,7 @@ from ...tolerances import CHECK_TOL
 from .view import locality_view, o3_ps, total_delay
 
 
-
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -92,7 +92,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             W, S = int(w.sum()), int(s.sum())
             if (W or S) and t < job.arrival:
                 result.add("arrival", where, f"runs in slot {t} before its arrival slot {job.arrival}")      # (C6)
-            if W > ijob.workers.hi:
+            if ijob.workers.hi < W:
                 result.add("worker-cap", where, f"{W} workers > cap {ijob.workers.hi}")                   # (C5)
             if job.gamma * S < W:
                 result.add("ps-count", where, f"{S} PSs serve at most {job.gamma * S} workers, not {W}")  # (C3)

@@ -41,11 +41,13 @@ denominator the terms are rounded down: never more work than the checker counts.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -195,7 +197,7 @@ def free_model(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, un
     patterns = []  # (i, t, h, n)
     for i, job in enumerate(jobs):
         n = np.arange(1, job.w_max + 1)
-        fits = (job.demand(n)[None, :, :] <= capacity[:, None, :] + 1e-9).all(axis=2)   # (H, N)
+        fits = np.asarray((job.demand(n)[None, :, :] <= capacity[:, None, :] + 1e-9).all(axis=2))   # (H, N)
         for h in H:
             n_cap[i, h] = _most(job.alpha, capacity[h], job.w_max)
             s_cap[i, h] = _most(job.beta, capacity[h], -(-job.w_max // job.gamma))
@@ -342,7 +344,7 @@ def decision(view: LocalityView, placement: Placement, completion: Mapping[int, 
                             "ps": {view.servers[h]: int(n) for h, n in sorted(ps.items()) if n}})
         schedule[job.id] = entries
         machines = [frozenset(h for h, n in {**by_slot[t][0], **by_slot[t][1]}.items() if n) for t in sorted(by_slot)]
-        migrations[job.id] = sum(a != b for a, b in zip(machines, machines[1:]))
+        migrations[job.id] = sum(a != b for a, b in itertools.pairwise(machines))
     done = sorted(completion)
     return {
         "admitted": [view.jobs[i].id for i in done],

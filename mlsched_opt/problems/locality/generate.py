@@ -48,7 +48,8 @@ OPTIONS = (
 def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, Any]:
     opts = {o.name: spec.options.get(o.name, o.default) for o in OPTIONS}
     bound = limits()
-    for what, value, limit in (("--jobs", spec.jobs, "jobs"), ("--servers", spec.servers, "servers"), ("--slots", spec.slots or 8, "slots")):
+    for what, value, limit in (("--jobs", spec.jobs, "jobs"), ("--servers", spec.servers, "servers"),
+                               ("--slots", spec.slots or 8, "slots")):
         if not 1 <= value <= bound[limit]:  # refuse before drawing anything: the loops below run this many times
             raise UserError(f"{what} must be in [1, {bound[limit]}] (the limit {limit}), got {value}", field=what)
     if opts["bandwidth_ratio"] < 1:
@@ -72,8 +73,8 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
         "format": "mlsched-instance/1",
         "name": f"locality-{spec.jobs}j-{spec.servers}m-{T}t-seed{spec.seed}",
         "description": f"locality setting: b_in/b_ex = {opts['bandwidth_ratio']:g}, calibration {opts['calibration']}",
-        "source": f"{generate_command('locality', spec, OPTIONS, T)}; spec papers/001_locality_rounding.md section 5 (our design); compute times: Gavel "
-                  "1-GPU V100 throughputs in models/; gradient sizes: models/",
+        "source": f"{generate_command('locality', spec, OPTIONS, T)}; spec papers/001_locality_rounding.md section 5 (our design); "
+                  "compute times: Gavel 1-GPU V100 throughputs in models/; gradient sizes: models/",
         "problem": "locality",
         "time": {"slots": T, "slot_s": float(opts["slot_s"])},
         "cluster": {"intra_server_bandwidth_gbps": b_in, "inter_server_bandwidth_gbps": b_ex, "servers": servers},
@@ -84,9 +85,11 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
 def _job(rng: np.random.Generator, n: int, arrival: int, catalog: Catalog, opts: dict[str, Any], b_in: float) -> dict[str, Any]:
     name = WORKLOADS[int(rng.integers(len(WORKLOADS)))]
     workload = catalog[name]
-    row = next(r for r in workload.data["throughput"] if (r["gpu_model"], r["gpus"], r.get("placement", "consolidated")) == (GPU_MODEL, 1, "consolidated"))
+    row = next(r for r in workload.data["throughput"]
+               if (r["gpu_model"], r["gpus"], r.get("placement", "consolidated")) == (GPU_MODEL, 1, "consolidated"))
     batch = int(row["batch_size"])
     compute_s = round(1.0 / float(row["steps_per_s"]), 6)
+    assert workload.gradient_mb is not None, name  # WORKLOADS are catalog entries with a gradient size
     gradient_mb = float(workload.gradient_mb)
     comm_gbit = 2.0 * gradient_mb * MB_TO_GBIT
     q_in = float(opts["slot_s"]) * batch / (compute_s + comm_gbit / b_in)

@@ -15,7 +15,8 @@ to the report's message, never into the decision (same seed -> byte-identical de
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -7,7 +7,8 @@ A job with workload ``V`` (samples), per-worker throughput ``q_in`` (all its wor
 one machine) or ``q_ex`` (anything else) per slot, per-worker and per-PS demand vectors ``alpha``
 and ``beta``, PS fan-in ``gamma`` (``ceil(n / gamma)`` PSs for ``n`` workers, tied to the
 workers' machine by observation O3: a restriction of the problem, not "without loss of
-generality", see :mod:`.formulation`; its plans are valid under both ``ps_placement`` values) and at most ``w_max`` concurrent workers, must finish by
+generality", see :mod:`.formulation`; its plans are valid under both ``ps_placement`` values)
+and at most ``w_max`` concurrent workers, must finish by
 slot ``deadline`` using the residual capacity ``residual[h, r, t]``.  Variables are 0/1
 *patterns* ``(kind, t, h, n)``: ``kind = 0`` co-locates the whole job on machine ``h`` with ``n``
 workers in slot ``t``; ``kind = 1`` puts ``n`` workers (and their PSs) of a spread job on ``h``.
@@ -124,8 +125,8 @@ class Patterns:
         rows = [k1_rows, n_k1 + t, np.full(self.size, n_k1 + slots)]
         cols = [k1_cols, np.arange(self.size), np.arange(self.size)]
         vals = [np.ones(len(k1_cols)), self.workers.astype(float), self.work]
-        lo = [np.full(n_k1 + slots, -np.inf), [self.target]]
-        hi = [np.ones(n_k1), np.full(slots, float(self.job.w_max)), [np.inf]]
+        lo: list[np.ndarray | list[float]] = [np.full(n_k1 + slots, -np.inf), [self.target]]
+        hi: list[np.ndarray | list[float]] = [np.ones(n_k1), np.full(slots, float(self.job.w_max)), [np.inf]]
         width = self.size
         if compact:
             link = n_k1 + slots + 1
@@ -148,7 +149,7 @@ def patterns(job: LocalityJob, start: int, deadline: int, residual: np.ndarray, 
     Ordered by slot, machine, worker count, then kind; ``kinds`` restricts the program to
     co-located or to spread patterns (the always-co-locate and always-spread baselines).
     """
-    h_count, r_count, _ = residual.shape
+    h_count, _r_count, _ = residual.shape
     n = np.arange(1, job.w_max + 1)
     demand = job.demand(n)                                                  # (N, R)
     window = residual[:, :, start:deadline + 1]                             # (H, R, S)
@@ -230,6 +231,7 @@ def solve_lp(p: Patterns, time_limit: float = 30.0, integer: bool = False) -> np
     res = ArrayLP(cost, a, lo, hi, np.zeros(width), np.ones(width), time_limit=time_limit, integer=integer, gap=0.0).solve()
     if res.status != "optimal":
         return None
+    assert res.x is not None  # an optimal LPResult carries its point
     return np.clip(res.x[:p.size], 0.0, 1.0)
 
 

@@ -88,7 +88,7 @@ def rr_pc(p: Patterns, z: np.ndarray, rng: np.random.Generator, attempts: int = 
 
 def _feasible(p: Patterns, chosen: list[int]) -> bool:
     """K1 and K2 for a set of pattern indices."""
-    for t in set(int(p.slot[v]) for v in chosen):
+    for t in {int(p.slot[v]) for v in chosen}:
         here = [v for v in chosen if p.slot[v] == t]
         co = [v for v in here if p.kind[v] == CO_LOCATED]
         if len(co) > 1 or (co and len(here) > 1):
@@ -123,7 +123,7 @@ def repair_plan(p: Patterns, plan: Plan) -> Plan | None:
     while work < p.job.work - 1e-9:
         current_co = co_at[t_of]
         current_sp = spread_at[t_of, p.machine]
-        slot_spread = (spread_at >= 0).any(axis=1)[t_of]
+        slot_spread = np.asarray((spread_at >= 0).any(axis=1))[t_of]
         co_machine = np.where(current_co >= 0, p.machine[np.maximum(current_co, 0)], -1)
         replaced = np.where(co, np.where(co_machine == p.machine, current_co, -1), current_sp)
         workers_in_slot = np.bincount(t_of[chosen], weights=p.workers[chosen], minlength=slots)[t_of]
@@ -159,7 +159,7 @@ def repair_plan(p: Patterns, plan: Plan) -> Plan | None:
 
 
 def packing_rows(p: Patterns) -> int:
-    a, lo, hi = p.rows()
+    _a, _lo, hi = p.rows()
     return int(np.isfinite(hi).sum())
 
 

@@ -59,8 +59,7 @@ from ...traces.mapping import ARRIVALS, arrival_slots, assign_models
 from ...traces.sources import cluster
 from ..base import Option
 from .calibration import POLLUX_TRACE, inter_bandwidth
-from .generate import OPTIONS as GENERATE_OPTIONS
-from .generate import WORKLOADS
+from .generate import OPTIONS as GENERATE_OPTIONS, WORKLOADS
 from .view import MB_TO_GBIT
 
 _GEN = {o.name: o for o in GENERATE_OPTIONS}
@@ -107,7 +106,8 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     notes.append(said)
 
     # workloads
-    usable = {name for name in catalog if _figures(catalog, name, gpu) is not None}
+    known = {name: f for name in catalog if (f := _figures(catalog, name, gpu)) is not None}
+    usable = set(known)
     pool = [w for w in WORKLOADS if w in usable]
     if not pool:
         raise UserError(f"no workload of the generator's ({', '.join(WORKLOADS)}) has a 1-GPU {gpu} throughput in the catalog",
@@ -133,7 +133,7 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     # rates and work
     b_ex = float(opts["inter_gbps"])
     b_in = b_ex * float(opts["bandwidth_ratio"])
-    figures = {m: _figures(catalog, m, gpu) for m in set(models)}
+    figures = {m: known[m] for m in set(models)}
     batch = np.array([figures[m][0] for m in models], dtype=float)
     compute = np.array([figures[m][1] for m in models], dtype=float)
     comm = np.array([2.0 * figures[m][2] * MB_TO_GBIT for m in models], dtype=float)
@@ -148,13 +148,13 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
         notes.append(f"calibration=pollux: {len(calibrated)} of {n} jobs get the inter-machine bandwidth reproducing Pollux's "
                      "spread/packed 4-GPU step-time ratio")
 
-    servers = []
+    servers: list[dict[str, Any]] = []
     for m in machines:
         capacity = {"gpu": m.gpus, "cpu": m.cpu}
         if m.memory_gb is not None:
             capacity["memory_gb"] = m.memory_gb
         servers.append({"name": m.name, "gpu_model": m.gpu_model, "capacity": capacity})
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for k, job in enumerate(trace.jobs):
         name = models[k]
         demand = catalog[name].data.get("demand", {})

@@ -55,7 +55,7 @@ def o3_ps(workers: int, gamma: int) -> int:
     return -(-int(workers) // int(gamma))
 
 
-def check_size(view: "LocalityView", file: str | None = None) -> None:
+def check_size(view: LocalityView, file: str | None = None) -> None:
     """Refuse an instance whose horizon or per-slot worker count is beyond :data:`MAX_SLOTS` / :data:`MAX_WORKERS`."""
     if view.slots > MAX_SLOTS:
         raise InstanceError(f"problem 'locality' handles at most {MAX_SLOTS} slots, got {view.slots}", file, "time.slots")
@@ -161,7 +161,8 @@ def _job(instance: Instance, job: Job, resources: list[str], capacity: np.ndarra
     if b_ex is None:
         raise need("step.inter_bandwidth_gbps or cluster.inter_server_bandwidth_gbps", "step.inter_bandwidth_gbps")
     if b_in < b_ex:
-        raise InstanceError(f"intra-machine bandwidth {b_in:g} Gbps is below the inter-machine {b_ex:g} Gbps (the model needs b_in >= b_ex)",
+        raise InstanceError(f"intra-machine bandwidth {b_in:g} Gbps is below the inter-machine {b_ex:g} Gbps "
+                            "(the model needs b_in >= b_ex)",
                             file, f"{job.path}.step.intra_bandwidth_gbps")
     if job.ps.hi == 0:
         raise InstanceError("a locality job needs parameter servers; remove ps = {count = 0}", file, f"{job.path}.ps")

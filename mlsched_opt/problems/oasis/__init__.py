@@ -25,12 +25,10 @@ from __future__ import annotations
 from ..base import Family, Method, MethodKind, Option, TraceImport
 from .check import check
 from .formulation import build_model, decision_from_model
-from .generate import OPTIONS as GENERATE_OPTIONS
-from .generate import generate
+from .generate import OPTIONS as GENERATE_OPTIONS, generate
 from .methods import OASIS_GUARANTEE, baseline, run_oasis
 from .subroutine import UNITS
-from .trace import OPTIONS as TRACE_OPTIONS
-from .trace import from_trace
+from .trace import OPTIONS as TRACE_OPTIONS, from_trace
 from .view import RANGES
 
 #: Domain of the given prices: positive (the price function is L (U/L)^share) and finite [our design].
@@ -46,12 +44,16 @@ FAMILY = Family(
     generate=generate,
     generate_options=GENERATE_OPTIONS,
     algorithms=(
-        Method("oasis", MethodKind.ONLINE, run_oasis, "OASiS: exponential prices, best schedule per arriving job (DP + greedy), admit on positive payoff",
+        Method("oasis", MethodKind.ONLINE, run_oasis,
+               "OASiS: exponential prices, best schedule per arriving job (DP + greedy), admit on positive payoff",
                guarantee=OASIS_GUARANTEE),
-        Method("fifo", MethodKind.BASELINE, baseline("fifo"), "FIFO: arrival order, fixed gang drawn from [1, 30], no backfilling (seeded)"),
+        Method("fifo", MethodKind.BASELINE, baseline("fifo"),
+               "FIFO: arrival order, fixed gang drawn from [1, 30], no backfilling (seeded)"),
         Method("drf", MethodKind.BASELINE, baseline("drf"), "DRF: all admitted, progressive filling of dominant shares every slot"),
-        Method("rrh", MethodKind.BASELINE, baseline("rrh"), "Risk-reward heuristic: admission by reward minus delay cost, run/pause by reward per resource-time (seeded)"),
-        Method("dorm", MethodKind.BASELINE, baseline("dorm"), "Dorm: all admitted, utilisation MILP with fairness and adjustment limits at every arrival/completion"),
+        Method("rrh", MethodKind.BASELINE, baseline("rrh"),
+               "Risk-reward heuristic: admission by reward minus delay cost, run/pause by reward per resource-time (seeded)"),
+        Method("dorm", MethodKind.BASELINE, baseline("dorm"),
+               "Dorm: all admitted, utilisation MILP with fairness and adjustment limits at every arrival/completion"),
     ),
     options=(
         Option("ranges", "instance", RANGES,

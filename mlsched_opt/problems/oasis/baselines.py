@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import heapq
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
 from ...solvers.highs_lp import INF, ArrayLP
+from ..online import SlotPolicy
 from .view import OasisJob, OasisView, fit_counts
 
 GANG_RANGE = (1, 30)
@@ -386,4 +388,10 @@ class Dorm:
         return out
 
 
-POLICIES = {"fifo": Fifo, "drf": Drf, "rrh": Rrh, "dorm": Dorm}
+class BaselinePolicy(SlotPolicy, Protocol):
+    """A baseline: an online slot policy that counts what it did in ``stats``."""
+
+    stats: dict[str, Any]
+
+
+POLICIES: dict[str, Callable[..., BaselinePolicy]] = {"fifo": Fifo, "drf": Drf, "rrh": Rrh, "dorm": Dorm}

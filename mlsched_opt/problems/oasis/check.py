@@ -16,7 +16,8 @@ Any JSON value is read without crashing: a value of the wrong type or size is a 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -81,19 +82,19 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             Y, Z = sum(y.values()), sum(z.values())
             if (Y or Z) and t < job.arrival:
                 result.add("arrival", where, f"runs in slot {t} before its arrival slot {job.arrival}")
-            if Y > job.cap:
+            if job.cap < Y:
                 result.add("worker-cap", where, f"{Y} workers > cap {job.cap}")
-            if ranged and Y and Y < ijob.workers.lo:
+            if ranged and Y and ijob.workers.lo > Y:
                 result.add("worker-min", where, f"{Y} workers < workers.min {ijob.workers.lo}")
-            if ranged and Y and Z < ijob.ps.lo:
+            if ranged and Y and ijob.ps.lo > Z:
                 result.add("ps-min", where, f"{Z} PSs < ps.min {ijob.ps.lo}")
-            if ranged and Z > ijob.ps.hi:
+            if ranged and ijob.ps.hi < Z:
                 result.add("ps-max", where, f"{Z} PSs > ps.max {ijob.ps.hi}")
             if Y * job.b > Z * job.B * (1 + CHECK_TOL) + CHECK_TOL:
                 result.add("ps-bandwidth", where, f"{Y} workers x {job.b:g} Gbps > {Z} PSs x {job.B:g} Gbps")
             if Z > Y:
                 result.add("ps-count", where, f"{Z} PSs > {Y} workers")
-            for task, counts, demand in (("worker", y, job.worker), ("ps", z, job.ps)):
+            for counts, demand in ((y, job.worker), (z, job.ps)):
                 for name, count in counts.items():
                     kind, s = servers[name]
                     load[kind][s, :, t] += count * demand

@@ -22,7 +22,8 @@ workers: a solution may not leave workers after ``t`` with ``u = 1`` (second row
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -31,7 +32,6 @@ from ...errors import InstanceError
 from ...io.instance import Instance
 from .online import SlotRun
 from .view import OasisJob, OasisView, fit_counts, oasis_view
-
 
 #: Largest offline model built (our design): Pyomo takes minutes to build one of this size.
 MAX_VARIABLES = 2_000_000
@@ -119,7 +119,7 @@ def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel
     m.ps_hi = pyo.Constraint(U, rule=ps_hi)
 
     def capacity(var, keys, cap, demand_of):
-        rows = {}
+        rows: dict[tuple[int, int, int], list[Any]] = {}
         for i, s, t in keys:
             dem = demand_of(jobs[i])
             for r in np.flatnonzero(dem > 0):

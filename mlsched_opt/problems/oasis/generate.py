@@ -3,7 +3,8 @@
 ``--servers M`` gives M worker servers (EC2 GPU instances P2/G3 at random, pitfall 5) and M
 PS servers (c4.8xlarge); server bandwidth is drawn from [20, 50] Gbps and storage is 1 TB.
 Per-worker demand: GPU 0-4, vCPU 1-10, memory 2-32 GB, storage 5-10 GB, bandwidth b 0.1-5
-Gbps (GPUs capped at the largest worker server's, so every job fits somewhere); per PS: vCPU 1-10, memory 2-32 GB, storage 5-10 GB, bandwidth B 5-20 Gbps.  Jobs:
+Gbps (GPUs capped at the largest worker server's, so every job fits somewhere); per PS: vCPU
+1-10, memory 2-32 GB, storage 5-10 GB, bandwidth B 5-20 Gbps.  Jobs:
 E 50-200 epochs, N 5-100 chunks, M 10-100 mini-batches per chunk, gradients e 30-575 MB,
 sigmoid utilities with gamma1 in [1, 100], gamma3 in [1, 15] and the 10/55/35 mix of
 time-insensitive (gamma2 = 0) / sensitive ([0.01, 1]) / critical ([4, 6]) jobs.  Draws are
@@ -55,8 +56,10 @@ MAX_EPOCHS = 10_000
 MAX_JOBS, MAX_SERVERS, MAX_SLOTS = 100_000, 10_000, 100_000
 
 OPTIONS = (
-    Option("setting", "calibrated", ("calibrated", "literal"), "tau per chunk (calibrated) or per mini-batch as printed (literal; many jobs cannot finish)"),
-    Option("arrivals", "uniform", ("uniform", "philly"), "arrival slots: uniform, or the Philly trace's submission times rescaled to the horizon"),
+    Option("setting", "calibrated", ("calibrated", "literal"),
+           "tau per chunk (calibrated) or per mini-batch as printed (literal; many jobs cannot finish)"),
+    Option("arrivals", "uniform", ("uniform", "philly"),
+           "arrival slots: uniform, or the Philly trace's submission times rescaled to the horizon"),
     Option("gamma1_min", 1.0, None, "lower end of the priority range gamma1 (Fig. 5 uses 1, 25, 50, 75)", minimum=0.0, maximum=100.0),
     Option("epochs_min", 50, None, "fewest epochs E (paper 50; small ratio instances use fewer)", minimum=1, maximum=MAX_EPOCHS),
     Option("epochs_max", 200, None, "most epochs E (paper 200)", minimum=1, maximum=MAX_EPOCHS),
@@ -67,13 +70,15 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
     rng = np.random.default_rng(spec.seed)
     opts = dict(spec.options)
     if not 1 <= opts.get("epochs_min", 50) <= opts.get("epochs_max", 200):
-        raise UserError(f"need 1 <= epochs_min <= epochs_max, got {opts.get('epochs_min')} and {opts.get('epochs_max')}", field="--set epochs_min")
-    for name, value, top in (("--jobs", spec.jobs, MAX_JOBS), ("--servers", spec.servers, MAX_SERVERS), ("--slots", spec.slots or 10, MAX_SLOTS)):
+        raise UserError(f"need 1 <= epochs_min <= epochs_max, got {opts.get('epochs_min')} and {opts.get('epochs_max')}",
+                        field="--set epochs_min")
+    for name, value, top in (("--jobs", spec.jobs, MAX_JOBS), ("--servers", spec.servers, MAX_SERVERS),
+                             ("--slots", spec.slots or 10, MAX_SLOTS)):
         if not 1 <= value <= top:
             raise UserError(f"the oasis generator takes 1 <= {name.lstrip('-')} <= {top}, got {value}", field=name)
     T = spec.slots or 10
     M = spec.servers
-    servers = []
+    servers: list[dict[str, Any]] = []
     shapes = sorted(WORKER_SHAPES)
     for h in range(M):
         name = shapes[int(rng.integers(len(shapes)))]
@@ -90,7 +95,8 @@ def generate(spec: GenerateSpec, catalog: Catalog | None = None) -> dict[str, An
         "format": "mlsched-instance/1",
         "name": f"oasis-{spec.jobs}j-{M}+{M}s-{T}t-seed{spec.seed}",
         "description": f"OASiS simulation setting ({opts.get('setting', 'calibrated')} tau, {opts.get('arrivals', 'uniform')} arrivals)",
-        "source": f"{generate_command('oasis', spec, OPTIONS, T)}; setting of Bao et al., INFOCOM 2018, section V-A (spec papers/000_oasis.md 5.1); "
+        "source": f"{generate_command('oasis', spec, OPTIONS, T)}; setting of Bao et al., INFOCOM 2018, section V-A "
+                  "(spec papers/000_oasis.md 5.1); "
                   "server shapes: " + "; ".join(sources),
         "problem": "oasis",
         "time": {"slots": T, "slot_s": SLOT_S},
@@ -135,7 +141,8 @@ def _job(rng: np.random.Generator, n: int, arrival: int, opts: dict[str, Any], m
     calibrated = opts.get("setting", "calibrated") == "calibrated"
     compute_s = tau * SLOT_S / M if calibrated else tau * SLOT_S
     gradient_mb = e / M if calibrated else e
-    worker = {"gpu": min(_i(rng, 0, 4), max_gpu), "cpu": _i(rng, 1, 10), "memory_gb": _i(rng, 2, 32), "storage_gb": _i(rng, 5, 10), "bandwidth_gbps": b}
+    worker = {"gpu": min(_i(rng, 0, 4), max_gpu), "cpu": _i(rng, 1, 10), "memory_gb": _i(rng, 2, 32), "storage_gb": _i(rng, 5, 10),
+              "bandwidth_gbps": b}
     ps = {"cpu": _i(rng, 1, 10), "memory_gb": _i(rng, 2, 32), "storage_gb": _i(rng, 5, 10), "bandwidth_gbps": B}
     kind = rng.choice(len(CLASSES), p=[p for _, p in CLASSES])
     gamma2 = 0.0 if kind == 0 else (_u(rng, 0.01, 1) if kind == 1 else _u(rng, 4, 6))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import OptionError
 from ...io.instance import Instance
@@ -73,7 +74,7 @@ def baseline(name: str):
         deadline = start + solve_options.time_limit
         policy = POLICIES[name](view, seed=solve_options.seed, deadline=deadline)
         outcome = simulate(view, policy, deadline=deadline)
-        stats = {k: v for k, v in policy.stats.items()}
+        stats = dict(policy.stats.items())
         message = f"completed {len(outcome.completion)}/{len(view.jobs)}" + "".join(f", {k}={v}" for k, v in stats.items())
         late = getattr(policy, "cut_short", 0) or getattr(getattr(policy, "drf", None), "cut_short", 0)
         if outcome.cut_at is not None or late:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..online import SlotPolicy, arrivals_by_slot
-from .prices import PriceParams, PricedPool
+from .prices import PricedPool, PriceParams
 from .subroutine import best_schedule
 from .view import OasisJob, OasisView
 

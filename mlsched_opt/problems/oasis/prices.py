@@ -40,7 +40,7 @@ class PriceParams:
         logs = [math.log(u / self.L1) for u in self.U1] + [math.log(u / self.L2) for u in self.U2]
         return max([1.0, *logs])
 
-    def scaled(self, factor: float) -> "PriceParams":
+    def scaled(self, factor: float) -> PriceParams:
         """Mis-estimated parameters (Fig. 6): every ``U/L`` ratio times ``factor``, ``L`` kept, ``U >= L``."""
         return replace(self, U1=np.maximum(self.U1 * factor, self.L1), U2=np.maximum(self.U2 * factor, self.L2),
                        source=f"{self.source} x {factor:g}")

@@ -118,7 +118,9 @@ def workload_figures(models: list[str], catalog: Catalog) -> dict[str, tuple[dic
     for name in sorted(set(models)):
         data = catalog[name].data
         demand = data["demand"]
-        out[name] = (one_gpu_row(catalog[name]), dict(demand["worker"]), dict(demand.get("ps", {"cpu": 4, "memory_gb": 16})))
+        row = one_gpu_row(catalog[name])
+        assert row is not None, name  # models are drawn from usable_models, which have a row
+        out[name] = (row, dict(demand["worker"]), dict(demand.get("ps", {"cpu": 4, "memory_gb": 16})))
     return out
 
 
@@ -158,8 +160,8 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
         worker_dem[i] = [w.get("gpu", 1), w.get("cpu", 0), w.get("memory_gb", 0), storage[i, 0], w.get("bandwidth_gbps", 1)]
         ps_dem[i] = [0, s.get("cpu", 0), s.get("memory_gb", 0), storage[i, 1], s.get("bandwidth_gbps", 5)]
     b, B = worker_dem[:, 4], ps_dem[:, 4]
-    if np.any(B < b):
-        bad = int(np.argmax(B < b))
+    if np.any(b > B):
+        bad = int(np.argmax(b > B))
         raise UserError(f"catalog model {models[bad]!r} gives a PS less bandwidth than a worker ({B[bad]:g} < {b[bad]:g} Gbps); "
                         "OASiS needs B >= b", None, f"models/{models[bad]}.toml demand")
 

@@ -28,11 +28,12 @@ defaults (``min = 1``, ``ps.max = workers.max``) the rule adds nothing to the pa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
 from ...errors import InstanceError
-from ...io.instance import Instance, Job, Utility
+from ...io.instance import Instance, Job, Server, Utility
 
 #: Integer rounding guard for ceil(d rho), ceil(y b/B), floor(c/w) (spec pitfall 11).
 EPS = 1e-9
@@ -47,12 +48,20 @@ MAX_TASKS = 100_000
 MAX_WORK = 1e15
 
 
+@overload
+def ceil(x: float) -> int: ...
+@overload
+def ceil(x: np.ndarray) -> np.ndarray: ...
 def ceil(x: float | np.ndarray) -> int | np.ndarray:
     """Ceiling that forgives float noise: 4.000000001 -> 4."""
     out = np.ceil(np.asarray(x, dtype=float) - EPS).astype(int)
     return int(out) if out.ndim == 0 else out
 
 
+@overload
+def floor(x: float) -> int: ...
+@overload
+def floor(x: np.ndarray) -> np.ndarray: ...
 def floor(x: float | np.ndarray) -> int | np.ndarray:
     out = np.floor(np.asarray(x, dtype=float) + EPS).astype(int)
     return int(out) if out.ndim == 0 else out
@@ -195,7 +204,10 @@ def oasis_view(instance: Instance, ranges: str = "instance") -> OasisView:
         if j.hi > MAX_TASKS:
             raise InstanceError(f"job {j.id} could run {j.hi} workers in one slot; problem 'oasis' handles at most {MAX_TASKS} "
                                 "(lower workers.max)", file, f"jobs[{j.index}].workers")
-    cap = lambda servers: np.array([[s.capacity.get(r, 0.0) for r in resources] for s in servers], dtype=float).reshape(len(servers), len(resources))
+
+    def cap(servers: list[Server]) -> np.ndarray:
+        return np.array([[s.capacity.get(r, 0.0) for r in resources] for s in servers], dtype=float).reshape(len(servers), len(resources))
+
     return OasisView(instance.slots, resources, [s.name for s in workers], [s.name for s in ps], cap(workers), cap(ps), jobs)
 
 
@@ -214,7 +226,8 @@ def _job(instance: Instance, job: Job, resources: list[str], workers, ps, ranged
     if job.utility is None:
         raise need("a utility of the completion delay", "utility")
     if job.utility.delay_unit != "slots":
-        raise InstanceError("OASiS utilities are functions of the delay in slots; set delay_unit = 'slots'", file, f"{job.path}.utility.delay_unit")
+        raise InstanceError("OASiS utilities are functions of the delay in slots; set delay_unit = 'slots'", file,
+                            f"{job.path}.utility.delay_unit")
     step = job.step
     gradient_mb = step.get("gradient_mb", job.workload.gradient_mb if job.workload is not None else None)
     if gradient_mb is None:
@@ -225,16 +238,18 @@ def _job(instance: Instance, job: Job, resources: list[str], workers, ps, ranged
     B = step.get("ps_bandwidth_gbps", job.ps_demand.get("bandwidth_gbps"))
     if not B:
         raise need("the PS's bandwidth: step.ps_bandwidth_gbps or demand.ps.bandwidth_gbps > 0", "step.ps_bandwidth_gbps")
-    if B < b:
+    if b > B:
         # (7) caps PSs at the worker count, so ceil(y b/B) <= y needs B >= b (spec pitfall 12)
-        raise InstanceError(f"PS bandwidth {B:g} Gbps is below the worker's {b:g} Gbps, so no PS count can serve the workers (needs B >= b)",
+        raise InstanceError(f"PS bandwidth {B:g} Gbps is below the worker's {b:g} Gbps, so no PS count can serve the workers "
+                            "(needs B >= b)",
                             file, f"{job.path}.step.ps_bandwidth_gbps")
     if job.ps.hi == 0:
         raise InstanceError("an OASiS job needs parameter servers; remove ps = {count = 0}", file, f"{job.path}.ps")
     w = job.work
     worker_vec = np.array([job.worker_demand.get(r, 0.0) for r in resources])
     ok = np.array([job.may_run_on(s, "worker") for s in workers], dtype=bool)
-    worker_caps = np.array([[s.capacity.get(r, 0.0) for r in resources] for s in workers], dtype=float).reshape(len(workers), len(resources))
+    worker_caps = np.array([[s.capacity.get(r, 0.0) for r in resources] for s in workers],
+                           dtype=float).reshape(len(workers), len(resources))
     # workers that fit on the empty eligible servers: None when a worker demands nothing
     fit = None if not (worker_vec > 0).any() else int(np.sum(np.where(ok, fit_counts(worker_caps, worker_vec), 0)))
     minibatch_s = float(step["compute_s"]) + 2.0 * float(gradient_mb) * 8.0 / 1000.0 / float(b)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport
 from .check import check
-from .methods import ffd
 from .formulation import build_model, decision_from_model
 from .generate import generate
+from .methods import ffd
 from .trace import from_trace
 from .view import OBJECTIVES, diagnose
 

@@ -6,11 +6,11 @@ Any JSON value is read without crashing: a value of the wrong type or size is a 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...checking.core import CheckResult, Usage, decision_part, job_ids, read_counts
 from ...io.instance import Instance
-
 
 
 def _placed_anything(tasks: Any) -> bool:
@@ -57,4 +57,5 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     if options["objective"] == "servers":
         result.objective = float(len(used))
     else:
-        result.objective = float(sum(instance.job(j).weight for j in admitted_set))
+        admitted_jobs = [instance.job(j) for j in admitted_set]  # job_ids keeps known ids only
+        result.objective = float(sum(job.weight for job in admitted_jobs if job is not None))

@@ -14,7 +14,8 @@ one group are opened in order (``used[s_k] >= used[s_k+1]``) to break their symm
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyomo.environ as pyo
 

@@ -11,14 +11,14 @@ from ...io.catalog import Catalog
 from ..base import GenerateSpec
 from ..generation import catalog_models_with_demand, random_cluster, random_job
 
-
 #: Sizes refused up front (our design): the loops below run once per job and server.
 MAX_JOBS, MAX_SERVERS, MAX_SLOTS = 100_000, 10_000, 1_000_000
 
 
 def generate(spec: GenerateSpec, catalog: Catalog) -> dict[str, Any]:
     """An instance of ``spec.jobs`` jobs on ``spec.servers`` servers; the same seed gives the same document."""
-    for name, value, top in (("--jobs", spec.jobs, MAX_JOBS), ("--servers", spec.servers, MAX_SERVERS), ("--slots", spec.slots or 1, MAX_SLOTS)):
+    for name, value, top in (("--jobs", spec.jobs, MAX_JOBS), ("--servers", spec.servers, MAX_SERVERS),
+                             ("--slots", spec.slots or 1, MAX_SLOTS)):
         if not 1 <= value <= top:
             raise UserError(f"the packing generator takes 1 <= {name.lstrip('-')} <= {top}, got {value}", field=name)
     rng = np.random.default_rng(spec.seed)

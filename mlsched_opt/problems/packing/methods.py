@@ -32,7 +32,8 @@ Johnson, "Near-optimal bin packing algorithms", MIT PhD thesis, 1973.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -77,6 +78,10 @@ def _place_job(view: PackingView, j: int, residual: np.ndarray, names: list[str]
     return placement
 
 
+@overload
+def _greedy(view: PackingView, order: np.ndarray, fail_fast: Literal[False]) -> dict[str, Any]: ...
+@overload
+def _greedy(view: PackingView, order: np.ndarray, fail_fast: bool) -> dict[str, Any] | None: ...
 def _greedy(view: PackingView, order: np.ndarray, fail_fast: bool) -> dict[str, Any] | None:
     residual = view.capacity.copy()
     names = [s.name for s in view.instance.servers]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +90,7 @@ def _may_run(instance: Instance, task: str) -> np.ndarray:
     return out
 
 
-def diagnose(instance: Instance, options: dict) -> str | None:
+def diagnose(instance: Instance, options: Mapping[str, Any]) -> str | None:
     """An obvious reason why every job cannot be placed: a resource demanded beyond the cluster's total."""
     if options.get("objective") != "servers":
         return None  # admitting nothing is always feasible

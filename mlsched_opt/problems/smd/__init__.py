@@ -19,13 +19,21 @@ from ..base import Family, Method, MethodKind, Option, TraceImport
 from .baselines import ESW_VARIANTS, OPTIMUS_VARIANTS
 from .check import check
 from .formulation import build_model, decision_from_model
-from .generate import OPTIONS as GENERATE_OPTIONS
-from .generate import generate
+from .generate import OPTIONS as GENERATE_OPTIONS, generate
 from .inner import LP_ENGINES
-from .methods import (EPSILON1_MAX, EPSILON1_MIN, EPSILON2_MAX, EPSILON2_MIN, MAX_ATTEMPTS, PROBABILITY_MIN, SMD_GUARANTEE,
-                      run_esw, run_optimus, run_smd)
-from .trace import OPTIONS as TRACE_OPTIONS
-from .trace import from_trace
+from .methods import (
+    EPSILON1_MAX,
+    EPSILON1_MIN,
+    EPSILON2_MAX,
+    EPSILON2_MIN,
+    MAX_ATTEMPTS,
+    PROBABILITY_MIN,
+    SMD_GUARANTEE,
+    run_esw,
+    run_optimus,
+    run_smd,
+)
+from .trace import OPTIONS as TRACE_OPTIONS, from_trace
 from .view import OVERLAPS
 
 FAMILY = Family(
@@ -38,13 +46,16 @@ FAMILY = Family(
     generate=generate,
     generate_options=GENERATE_OPTIONS,
     algorithms=(
-        Method("smd", MethodKind.HEURISTIC, run_smd, "SMD: grid + Charnes-Cooper LPs, scaled randomized rounding (seeded), Frieze-Clarke admission",
+        Method("smd", MethodKind.HEURISTIC, run_smd,
+               "SMD: grid + Charnes-Cooper LPs, scaled randomized rounding (seeded), Frieze-Clarke admission",
                guarantee=SMD_GUARANTEE),
         Method("esw", MethodKind.HEURISTIC, run_esw, "ESW baseline: w = p (largest that fits, or best with esw=best), same admission step"),
-        Method("optimus", MethodKind.HEURISTIC, run_optimus, "Optimus-style greedy from (1,1): add the worker or PS that lowers the time most, same admission step"),
+        Method("optimus", MethodKind.HEURISTIC, run_optimus,
+               "Optimus-style greedy from (1,1): add the worker or PS that lowers the time most, same admission step"),
     ),
     options=(
-        Option("epsilon1", 0.1, None, "Algorithm 1 grid ratio (paper 0.01; the grid grows as (1/eps1)^(J-1), refused beyond 5,000,000 points)",
+        Option("epsilon1", 0.1, None,
+               "Algorithm 1 grid ratio (paper 0.01; the grid grows as (1/eps1)^(J-1), refused beyond 5,000,000 points)",
                minimum=EPSILON1_MIN, maximum=EPSILON1_MAX),
         Option("epsilon2", 0.5, None, "Frieze-Clarke accuracy: k = ceil(R(1-eps2)/eps2) (paper 0.01 enumerates every subset; "
                "the search stops at the time limit)", minimum=EPSILON2_MIN, maximum=EPSILON2_MAX),
@@ -53,7 +64,8 @@ FAMILY = Family(
         Option("m_delta", 1.0, None, "M_delta when scale=none (paper experiments: 1), in (0, 1]", minimum=PROBABILITY_MIN, maximum=1.0),
         Option("delta", 0.5, None, "delta of Lemma 3 when scale=formula, in (0, 1]", minimum=PROBABILITY_MIN, maximum=1.0),
         Option("inner", "grid", ("grid", "enumerate"), "SMD's inner step: Algorithms 1-2, or exact enumeration (isolates the outer loss)"),
-        Option("outer", "ptas", ("ptas", "exact"), "admission step of smd/esw/optimus: Frieze-Clarke, or the exact knapsack (isolates the inner loss)"),
+        Option("outer", "ptas", ("ptas", "exact"),
+               "admission step of smd/esw/optimus: Frieze-Clarke, or the exact knapsack (isolates the inner loss)"),
         Option("lp", "vertex", LP_ENGINES, "Algorithm 1's LP solver: batched exact 2-D vertex enumeration, or Charnes-Cooper LPs in HiGHS"),
         Option("overlap", "instance", OVERLAPS, "override every job's overlap scheme (changes every completion time: a problem option)",
                problem=True),

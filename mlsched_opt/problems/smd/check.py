@@ -6,7 +6,8 @@ capacity) and none of the enumeration, grid, rounding or knapsack code.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -14,6 +15,10 @@ from ...checking.core import CheckResult, admitted_jobs, unknown_jobs
 from ...io.instance import Instance
 from ...tolerances import CHECK_TOL
 from .view import smd_view
+
+
+def _is_int(x: Any) -> TypeGuard[int]:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
@@ -38,7 +43,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             result.add("allocation", where, "an admitted job needs {workers = w, ps = p}")
             continue
         w, p = alloc.get("workers"), alloc.get("ps")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (w, p)):
+        if not (_is_int(w) and _is_int(p)):
             result.add("domain", where, f"workers and ps must be integers, got {w!r} and {p!r}")
             continue
         if w < 1 or p < 1:

@@ -14,7 +14,8 @@ cannot be admitted (P17).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo

@@ -13,6 +13,7 @@ together, so only ratios between methods are comparable with its figures).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,7 @@ def _catalog_job(rng: np.random.Generator, sgd: str, catalog: Catalog, models: l
     worker = {k: v for k, v in demand["worker"].items() if k in VIRTUAL_INSTANCE}
     ps = {k: v for k, v in demand.get("ps", {"cpu": 4, "memory_gb": 16}).items() if k in VIRTUAL_INSTANCE}
     row = _one_gpu(data)
+    assert row is not None, name  # models come from catalog_models, which have a row
     m = row["batch_size"]
     return {
         "model": name, "sgd": sgd, "work": {"iterations": _i(rng, 500, 5000)},
@@ -112,7 +114,7 @@ def catalog_models(catalog: Catalog) -> list[str]:
     return [n for n in catalog if {"demand", "size"} <= set(catalog[n].data) and _one_gpu(catalog[n].data)]
 
 
-def _one_gpu(data: dict[str, Any]) -> dict[str, Any] | None:
+def _one_gpu(data: Mapping[str, Any]) -> dict[str, Any] | None:
     """The one-GPU throughput row to time the workload with: V100 when measured, else the first."""
     rows = [r for r in data.get("throughput", []) if r["gpus"] == 1 and r.get("placement", "consolidated") == "consolidated"]
     return next((r for r in rows if r["gpu_model"] == "V100"), rows[0] if rows else None)

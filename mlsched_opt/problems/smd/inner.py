@@ -168,8 +168,10 @@ def _ranges_highs(terms: Terms, A: np.ndarray, h: np.ndarray) -> tuple[np.ndarra
     lo, hi = np.empty(len(terms)), np.empty(len(terms))
     none = np.zeros(0, dtype=int)
     for j in range(len(terms)):
-        lo[j] = CharnesCooperLP(terms, j, none, A, h).solve()[0]
-        hi[j] = CharnesCooperLP(terms, j, none, A, h, maximize=True).solve()[0]
+        least = CharnesCooperLP(terms, j, none, A, h).solve()
+        most = CharnesCooperLP(terms, j, none, A, h, maximize=True).solve()
+        assert least is not None and most is not None  # without side bounds the LP is the job's box: feasible
+        lo[j], hi[j] = least[0], most[0]
     return lo, hi, 2 * len(terms)
 
 

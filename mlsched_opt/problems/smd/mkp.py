@@ -101,8 +101,8 @@ def frieze_clarke(u: np.ndarray, weights: np.ndarray, capacity: np.ndarray, eps:
             return
         lp.set_col_bounds(lo, hi)
         res = lp.solve()
-        if res.status != "optimal" or res.objective <= best_val + _TOL:
-            return
+        if res.status != "optimal" or res.x is None or res.objective is None or res.objective <= best_val + _TOL:
+            return  # (an optimal result always has x and objective)
         x = res.x >= 1 - 1e-7
         z = float(uu[x].sum())
         if z > best_val + _TOL:

@@ -212,7 +212,10 @@ class CharnesCooperLP:
                 for col in range(3):
                     self.lp.set_coeff(row, col, coef[col])
         res = self.lp.solve()
-        if res.status != "optimal" or res.x[2] <= 0:
+        if res.status != "optimal":
+            return None
+        assert res.x is not None and res.objective is not None  # an optimal result has both
+        if res.x[2] <= 0:
             return None
         return res.objective, res.x[:2] / res.x[2]
 

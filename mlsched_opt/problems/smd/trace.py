@@ -71,7 +71,8 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     servers = [node.server() for node in nodes.nodes]
     total = np.array([sum((s["capacity"][r] or 0) for s in servers) for r in RESOURCES], dtype=float)
     if total[0] <= 0:
-        raise UserError(f"the servers of this import ({len(servers)} drawn) have no GPU; raise --servers or change --seed", None, "--servers")
+        raise UserError(f"the servers of this import ({len(servers)} drawn) have no GPU; raise --servers or change --seed", None,
+                        "--servers")
 
     pool = usable_models(catalog, need_size=not any(j.model for j in trace.jobs))
     models, model_rule = assign_models(trace, pool, spec)
@@ -85,7 +86,8 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     for what, dem in (("worker", worker), ("PS", ps)):
         # from_document refuses a task that fits on no single server; say so in the trace's terms
         kinds, inverse = np.unique(dem, axis=0, return_inverse=True)
-        hosted = (caps[None, :, :] >= kinds[:, None, :] - 1e-9).all(axis=2).any(axis=1)[inverse.reshape(-1)]
+        fits = np.asarray((caps[None, :, :] >= kinds[:, None, :] - 1e-9).all(axis=2))  # (kinds, servers)
+        hosted = np.asarray(fits.any(axis=1))[inverse.reshape(-1)]
         if not hosted.all():
             i = int(np.argmin(hosted))
             job = trace.jobs[i]
@@ -113,7 +115,7 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     urng = spec.rng("utility")
     gammas = np.column_stack([urng.uniform(1, 100, n), urng.uniform(4, 6, n), urng.uniform(1, 15, n)])
 
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for i, job in enumerate(trace.jobs):
         row, w_dem, p_dem = figures[models[i]]
         sgd = sgd_rule if sgd_rule != "mix" else ("sync" if coin[i] < 0.5 else "async")
@@ -188,8 +190,8 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     # server of the total capacity, so that from_document does not pair every job with every node
     scale = _calibration({**doc, "cluster": {"servers": [{"name": "total", "capacity": dict(zip(RESOURCES, total.tolist()))}]}},
                          catalog)
-    for job in jobs:
-        job["utility"]["delay_scale"] = scale
+    for entry in jobs:
+        entry["utility"]["delay_scale"] = scale
     doc["description"] = (f"{n:,} {trace.source} jobs in one interval on {len(servers):,} servers "
                           f"({int(total[0]):,} GPUs); time scale S = {scale:g} s")
     return doc

@@ -23,8 +23,9 @@ bytes over ``B``.  A workload without a layer list is one layer (no overlap poss
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -135,9 +136,11 @@ def _job(instance: Instance, job: Job, resources: list[str], overlap: str) -> Sm
     limit = _need(instance, job, job.limit, "limit", "each job's declared resource limit (limit = {gpu = .., cpu = ..})")
     utility = _need(instance, job, job.utility, "utility", "a utility of the completion time")
     if utility.delay_unit != "seconds":
-        raise InstanceError("SMD utilities are functions of the completion time in seconds; set delay_unit = 'seconds' (and delay_scale if the gammas use another unit)",
+        raise InstanceError("SMD utilities are functions of the completion time in seconds; set delay_unit = 'seconds' "
+                            "(and delay_scale if the gammas use another unit)",
                             file, f"{job.path}.utility.delay_unit")
-    speed = _need(instance, job, job.speed_model, "speed_model", "a speed model (speed_model.theta, or the layer profile and ps_bandwidth_gbps)")
+    speed = _need(instance, job, job.speed_model, "speed_model",
+                  "a speed model (speed_model.theta, or the layer profile and ps_bandwidth_gbps)")
     theta, eta = _theta(instance, job, speed, overlap)
     vec = lambda m: np.array([m.get(r, 0.0) for r in resources], dtype=float)  # noqa: E731
     return SmdJob(
@@ -154,7 +157,8 @@ def _theta(instance: Instance, job: Job, speed: Mapping[str, Any], overlap: str)
     if "theta" in speed:
         theta = np.asarray(speed["theta"], dtype=float)
         if theta.size != want:
-            form = "[t1, t2, t3, t4, t5] for t1 w + t2 p + t3 + t4 w/p + t5/w" if want == 5 else "[t1, t2, t3, t4] for t1 + t2 p/w + t3/w + t4/p"
+            form = ("[t1, t2, t3, t4, t5] for t1 w + t2 p + t3 + t4 w/p + t5/w" if want == 5
+                    else "[t1, t2, t3, t4] for t1 + t2 p/w + t3/w + t4/p")
             raise InstanceError(f"a {job.sgd} job needs {want} coefficients {form}; got {theta.size}", file, f"{path}.theta")
         return theta, None
     iterations = _need(instance, job, job.iterations, "work", "the number of iterations (work = {iterations = E})")
@@ -175,11 +179,11 @@ def _theta(instance: Instance, job: Job, speed: Mapping[str, Any], overlap: str)
     beta2 = iterations * speed.get("ps_overhead_s", 0.0)
     if job.sgd == "sync":
         batch = _need(instance, job, job.global_batch_size, "global_batch_size", "the global batch size K of a sync job")
-        theta = [beta1, beta2, iterations * eta[1] * t_b, comm, eta[0] * iterations * batch * t_f]
+        coefficients = [beta1, beta2, iterations * eta[1] * t_b, comm, eta[0] * iterations * batch * t_f]
     else:
         batch = _need(instance, job, job.local_batch_size, "local_batch_size", "the per-worker mini-batch m of an async job")
-        theta = [beta1, beta2, iterations * (eta[0] * batch * t_f + eta[1] * t_b), speed.get("async_share", 1.0) * comm]
-    return np.array(theta, dtype=float), eta  # type: ignore[return-value]
+        coefficients = [beta1, beta2, iterations * (eta[0] * batch * t_f + eta[1] * t_b), speed.get("async_share", 1.0) * comm]
+    return np.array(coefficients, dtype=float), eta
 
 
 def _layers(instance: Instance, job: Job, speed: Mapping[str, Any], bandwidth: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -194,7 +198,8 @@ def _layers(instance: Instance, job: Job, speed: Mapping[str, Any], bandwidth: f
     workload = job.workload
     if workload is None:
         missing = [k for k in ("forward_ms", "backward_ms", "comm_ms") if k not in given]
-        raise InstanceError(f"without a catalog model the layer profile is needed: {', '.join(missing)} missing", file, f"{path}.{missing[0]}")
+        raise InstanceError(f"without a catalog model the layer profile is needed: {', '.join(missing)} missing", file,
+                            f"{path}.{missing[0]}")
     layers = workload.data.get("layers", {})
     params = np.asarray(layers.get("parameters") or [workload.data["size"]["parameters_m"] * 1e6], dtype=float)
     n = len(params)
@@ -205,7 +210,8 @@ def _layers(instance: Instance, job: Job, speed: Mapping[str, Any], bandwidth: f
         gpu = speed.get("gpu_model", DEFAULT_GPU)
         rate = workload.throughput_samples_per_s(gpu, 1)
         if rate is None:
-            raise InstanceError(f"catalog model {workload.data['name']!r} has no measured one-GPU throughput on {gpu}; give forward_ms and backward_ms or another gpu_model",
+            raise InstanceError(f"catalog model {workload.data['name']!r} has no measured one-GPU throughput on {gpu}; "
+                                "give forward_ms and backward_ms or another gpu_model",
                                 file, f"{path}.gpu_model")
         per_sample_ms = 1000.0 / rate
         f = np.full(n, FP_SHARE * per_sample_ms / n)
