@@ -865,7 +865,8 @@ def info(ctx) -> int:
         for o in fam.options:
             kind = " [problem]" if o.problem else ""
             short = f" (solve {o.flag})" if o.flag else ""
-            click.echo(f"    --set {o.name}=<{o.describe()}> (default {o.default}){kind}{short}: {o.help}")
+            default = o.default if o.default not in ("", None) else "none"
+            click.echo(f"    --set {o.name}=<{o.describe()}> (default {default}){kind}{short}: {o.help}")
         for verb, opts in (("generate", fam.generate_options), ("train", fam.train_options)):
             for o in opts:
                 click.echo(f"    {verb} --set {o.name}=<{o.describe()}> (default {o.default}): {o.help}")

@@ -18,6 +18,8 @@ import pytest
 from mlsched_opt.bench import executors, report, tasks as tasks_mod
 from mlsched_opt.bench.suite import load_suite
 from mlsched_opt.cli import cli, main
+from mlsched_opt.errors import UserError
+from mlsched_opt.io.catalog import shipped_catalog_dir
 
 DATA = Path(__file__).parent / "data"
 PACKING = DATA / "bench_packing.toml"
@@ -452,3 +454,63 @@ def test_hetero_row_extras_are_the_checked_fairness_measures():
     assert 0 < extra["jain_slowdown"] <= 1 and extra["max_slowdown"] > 0
     assert check_solution(inst, sol).feasible
     assert "hetero" in tasks_mod.ROW_EXTRAS and bench_extra(inst, dataclasses.replace(sol, decision={}), {}) == {}
+
+
+def stuck_in_native_code(task):
+    """A task that ignores the in-process backstop, as a solver inside native code does: SIGALRM is
+    blocked, so only the worker's watchdog can end it."""
+    import signal
+    import time as _time
+
+    if task.method == "ffd" and task.instance.seed == 2:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        _time.sleep(600)
+    return tasks_mod.run_task(task)
+
+
+def test_a_task_stuck_past_every_backstop_is_ended_and_named(tmp_path):
+    import dataclasses
+
+    suite = tmp_path / "stuck.toml"
+    suite.write_text('name = "stuck"\nproblem = "packing"\n[instances]\ngenerate = { jobs = 4, servers = 2, seeds = [1, 2] }\n'
+                     '[reference]\nmethod = "lp"\n[[methods]]\nname = "ffd"\n')
+    todo = [dataclasses.replace(t, backstop_s=0.5, kill_s=1.0) for t in tasks_mod.expand(load_suite(suite))]
+    rows: list[dict] = []
+    executors.execute(todo, rows.append, "local", 2, fn=stuck_in_native_code)
+    by = {(r["instance"], r["method"]): r for r in rows}
+    assert len(rows) == 4  # one row per task, the stuck one not re-run
+    stuck = by[("packing-j4-s2-seed2", "ffd")]
+    assert stuck["status"] == "error" and "stopped by the harness after 1 s" in stuck["message"]
+    assert "stuck in native code" in stuck["message"]
+    assert all(r["status"] != "error" for k, r in by.items() if k != ("packing-j4-s2-seed2", "ffd"))
+
+
+def test_quiet_bench_prints_no_progress(tmp_path, capsys):
+    suite = tmp_path / "q.toml"
+    suite.write_text('name = "q"\nproblem = "packing"\n[instances]\ngenerate = { jobs = 4, servers = 2, seeds = [1] }\n'
+                     '[reference]\nmethod = "lp"\n[[methods]]\nname = "ffd"\n')
+    _register()
+    with pytest.raises(SystemExit) as exc:
+        main(["--quiet", "bench", str(suite), "--out", str(tmp_path / "out"), "--workers", "1"])
+    assert exc.value.code == 0
+    assert "bench:" not in capsys.readouterr().err
+    assert bench(suite, "--out", tmp_path / "loud", "--workers", 1) == 0
+    assert "bench: 2/2 (100%)" in capsys.readouterr().err
+
+
+def test_the_code_version_in_every_key_follows_the_catalog_and_the_code(tmp_path):
+    catalog = tmp_path / "catalog"
+    shutil.copytree(shipped_catalog_dir(), catalog)
+    before = tasks_mod.code_version(str(catalog))
+    assert tasks_mod.code_version(str(catalog)) == before
+    toml = next(catalog.rglob("*.toml"))
+    toml.write_text(toml.read_text() + "\n# edited\n")
+    assert tasks_mod.code_version(str(catalog)) != before
+
+
+def test_a_method_may_not_take_the_reference_rows_label(tmp_path):
+    suite = tmp_path / "dup.toml"
+    suite.write_text('name = "dup"\nproblem = "packing"\n[instances]\ngenerate = { jobs = 4, servers = 2, seeds = [1] }\n'
+                     '[reference]\nmethod = "exact"\nsolvers = ["highs"]\n[[methods]]\nname = "exact"\nsolvers = ["highs"]\n')
+    with pytest.raises(UserError, match=r"label 'exact \(highs\)' is already used by reference"):
+        load_suite(suite)

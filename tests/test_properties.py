@@ -74,7 +74,10 @@ def test_every_method_passes_the_checker_and_bounds_are_ordered(problem, seed, j
             assert check.feasible, (method, [str(v) for v in check.violations])
             assert check.objective == pytest.approx(sol.report.objective)
         results[method] = sol.report
-    exact = results.pop("exact")
+    exact = results.pop("exact", None)
+    if exact is None:  # the oracle refused this size (checked above): nothing to order the others against
+        assert family.method("exact").kind == "oracle"
+        return
     lp = family.lp_bound(inst, family.parse_options(options), EXACT) if family.bounded else None
     if exact.status == "infeasible":
         assert all(r.status in ("failed", "infeasible") for r in results.values())

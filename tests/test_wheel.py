@@ -1,11 +1,13 @@
 """The wheel works outside the checkout.
 
 Builds the wheel from a copy of the working tree (the build leaves nothing in the checkout),
-installs it with ``pip install --no-deps --target`` into a folder of its own, and runs the CLI
-from a folder outside the repository with only that folder added to the path (the dependencies
-come from the running environment; the editable install of the checkout cannot shadow it, which
-is asserted).  No dependency is downloaded: the build runs without isolation when this
-environment has setuptools >= 77 (the build requirement), else pip fetches setuptools.
+installs it into a fresh virtual environment with ``pip install WHEEL``, so that pip resolves
+the wheel's declared dependencies there (from pip's cache after ``make setup-test``, else from
+the package index), and runs that environment's ``mlsched`` from a folder outside the
+repository.  The build runs without isolation when this environment has setuptools >= 77 (the
+build requirement), else pip fetches setuptools.  PyTorch (the ``rl`` extra, about 700 MB) is
+not installed a second time: the harmony test reaches this environment's copy through a
+``.pth`` file added after the install, so it cannot stand in for a missing dependency.
 """
 
 from __future__ import annotations
@@ -65,11 +67,13 @@ def wheel(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("site")
-    _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(target), str(wheel)],
-         cwd=target, env=_env())
-    return target.resolve()
+def venv(wheel, tmp_path_factory) -> Path:
+    """A fresh venv with the wheel and the dependencies pip resolved for it; its bin folder."""
+    root = tmp_path_factory.mktemp("venv")
+    _run([sys.executable, "-m", "venv", str(root)], cwd=root, env=_env())
+    _run([str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile", str(wheel)], cwd=root, env=_env(),
+         timeout=900)
+    return root / "bin"
 
 
 def test_the_wheel_carries_the_catalog_the_policy_the_schemas_and_every_module(wheel):
@@ -89,18 +93,17 @@ def test_the_wheel_carries_the_catalog_the_policy_the_schemas_and_every_module(w
     assert "mlsched = mlsched_opt.cli:main" in zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
 
 
-def test_the_installed_wheel_validates_solves_and_checks_the_demo_outside_the_checkout(installed, tmp_path):
-    env = _env(PYTHONPATH=str(installed))
+def test_the_installed_wheel_validates_solves_and_checks_the_demo_outside_the_checkout(venv, tmp_path):
+    env = _env()
     shutil.copy(ROOT / "instances" / "demo.toml", tmp_path / "demo.toml")
-    python = [sys.executable, "-m", "mlsched_opt"]
+    python = [str(venv / "python"), "-m", "mlsched_opt"]
 
-    where = _run([sys.executable, "-c", "import mlsched_opt, mlsched_opt.io.catalog as c; "
+    where = _run([str(venv / "python"), "-c", "import mlsched_opt, mlsched_opt.io.catalog as c; "
                   "print(mlsched_opt.__file__); print(c.shipped_catalog_dir())"], tmp_path, env).stdout.split("\n")
-    assert Path(where[0]).is_relative_to(installed), where  # the wheel, not the checkout's editable install
-    assert Path(where[1]) == installed / "mlsched_opt" / "models", where
-
-    script = installed / "bin" / "mlsched"  # the console entry point pip wrote
-    assert "demo.toml: valid" in _run([str(script), "validate", "demo.toml"], tmp_path, env).stdout
+    site = Path(where[0]).parents[1]
+    assert site.is_relative_to(venv.parent) and not Path(where[0]).is_relative_to(ROOT), where  # the wheel's copy
+    assert Path(where[1]) == site / "mlsched_opt" / "models", where
+    assert "demo.toml: valid" in _run([str(venv / "mlsched"), "validate", "demo.toml"], tmp_path, env).stdout
     _run(python + ["solve", "demo.toml", "--method", "exact", "--solver", "highs", "--out", "exact.sol.json"], tmp_path, env)
     _run(python + ["solve", "demo.toml", "--method", "ffd", "--out", "ffd.sol.json"], tmp_path, env)
     assert (tmp_path / "ffd.sol.json").is_file()
@@ -108,10 +111,15 @@ def test_the_installed_wheel_validates_solves_and_checks_the_demo_outside_the_ch
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the rl extra (torch) is not installed")
-def test_the_installed_wheel_runs_harmony_with_the_shipped_policy(installed, tmp_path):
-    env = _env(PYTHONPATH=str(installed))
+def test_the_installed_wheel_runs_harmony_with_the_shipped_policy(venv, tmp_path):
+    import torch
+
+    site = Path(_run([str(venv / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     tmp_path, _env()).stdout.strip())
+    (site / "zz_torch_from_test_env.pth").write_text(str(Path(torch.__file__).parents[1]) + "\n")
     shutil.copy(ROOT / "instances" / "harmony-toy.toml", tmp_path / "toy.toml")
-    solve = [sys.executable, "-m", "mlsched_opt", "solve", "toy.toml", "--method", "drl", "--out", "drl.sol.json", "--json"]
-    report = json.loads(_run(solve, tmp_path, env).stdout)
-    assert f"model {installed / 'mlsched_opt' / 'models' / 'harmony-drl.pt'};" in report["message"]  # the shipped policy
-    _run([sys.executable, "-m", "mlsched_opt", "check", "toy.toml", "drl.sol.json"], tmp_path, env)
+    python = [str(venv / "python"), "-m", "mlsched_opt"]
+    report = json.loads(_run(python + ["solve", "toy.toml", "--method", "drl", "--out", "drl.sol.json", "--json"],
+                             tmp_path, _env()).stdout)
+    assert f"model {site / 'mlsched_opt' / 'models' / 'harmony-drl.pt'};" in report["message"]  # the shipped policy
+    _run(python + ["check", "toy.toml", "drl.sol.json"], tmp_path, _env())

@@ -57,7 +57,6 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
     in docs/bench.md.  Exit 0; 1 when a row needs attention (an error, an answer the checker
     rejects, a disputed optimum); 2 for a mistake in the suite or the options.
     """
-    import os
     import time
 
     from .. import __version__
@@ -94,7 +93,7 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
     pending = [t for t in todo if t.key not in done]
     dump_suite(folder, suite)
 
-    n_workers = None if scheduler else (workers or os.cpu_count() or 1)
+    n_workers = None if scheduler else (workers or executors.usable_cpus())
     where = f"{executor}" + (f" at {scheduler}" if scheduler else f", {n_workers} workers")
     logger.info("bench %s: %d tasks, %d already in %s, running %d (%s)", suite.name, len(todo), len(done), results,
                 len(pending), where)

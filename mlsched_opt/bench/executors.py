@@ -7,7 +7,7 @@ their content does not depend on the executor (one solver thread per task, seeds
 
 ``local``
     :class:`concurrent.futures.ProcessPoolExecutor`, ``workers`` processes (default
-    ``os.cpu_count()``), started from a fork server that has imported the package once.  A worker
+    :func:`usable_cpus`), started from a fork server that has imported the package once.  A worker
     that dies (a segfault in a solver, the kernel's out-of-memory killer) breaks the pool: the
     tasks that were running then run again one per pool, so that the one that kills its worker is
     found and becomes an ``error`` row; the tasks that had not started go on in a new pool.
@@ -22,6 +22,7 @@ sweep otherwise, with the tasks done, errors, elapsed time and the estimated tim
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -42,6 +43,15 @@ def _fmt_s(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask, which a container or ``taskset``
+    narrows), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 class Progress:
     """``bench: 12/40 (30%) errors 0, elapsed 0:12, ETA 0:28`` on stderr."""
 
@@ -54,6 +64,8 @@ class Progress:
         self._last_decile = -1
         self._last_print = self.start
         self.every_s = 60.0
+        # progress is INFO: `mlsched --quiet bench` asks for none
+        self.silent = not logging.getLogger("mlsched_opt").isEnabledFor(logging.INFO)
 
     def line(self) -> str:
         elapsed = time.perf_counter() - self.start
@@ -65,6 +77,8 @@ class Progress:
     def update(self, row: dict[str, Any]) -> None:
         self.done += 1
         self.errors += row.get("status") == "error"
+        if self.silent:
+            return
         if self.tty:
             self.stream.write("\r" + self.line().ljust(78))
             if self.done == self.total:
@@ -93,7 +107,7 @@ def execute(tasks: list[Task], on_row: Callable[[dict[str, Any]], None], executo
         progress.update(row)
 
     if executor == "local":
-        _local(tasks, deliver, workers or os.cpu_count() or 1, fn)
+        _local(tasks, deliver, workers or usable_cpus(), fn)
     elif executor == "dask":
         _dask(tasks, deliver, workers, scheduler, fn)
     else:
@@ -113,13 +127,37 @@ def _context():
 
 
 def _tracked(fn: Callable[[Task], dict[str, Any]], folder: str, task: Task) -> dict[str, Any]:
-    """``fn(task)``, with a marker file in ``folder`` while it runs (what a dead pool was running)."""
+    """``fn(task)``, with a marker file in ``folder`` while it runs (what a dead pool was running).
+
+    The task's in-process backstop (SIGALRM) fires only when control returns to Python; a model
+    build or a solver stuck in native code ignores it.  ``faulthandler``'s watchdog runs on its own
+    C thread, without the GIL: past ``task.kill_after()`` it writes the stacks into
+    the marker and ends the worker, which the pool reports as broken; the marker then says why."""
+    import faulthandler
+
     marker = os.path.join(folder, task.key)
-    with open(marker, "w"):
-        pass
-    row = fn(task)
+    with open(marker, "w") as fh:
+        faulthandler.dump_traceback_later(task.kill_after(), exit=True, file=fh)
+        try:
+            row = fn(task)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
     os.unlink(marker)
     return row
+
+
+def _watchdog_fired(folder: str, name: str) -> bool:
+    try:
+        with open(os.path.join(folder, name)) as fh:
+            return fh.read(64).startswith("Timeout")
+    except OSError:
+        return False
+
+
+def _watchdog_row(task: Task) -> dict[str, Any]:
+    limit = task.kill_after()
+    return error_row(task, f"stopped by the harness after {limit:g} s: the task was stuck in native code (a model build "
+                           f"or a solver) far past its time limit of {task.time_limit:g} s; the sweep went on", wall_s=limit)
 
 
 def _local(tasks: list[Task], deliver: Callable[[dict[str, Any]], None], workers: int,
@@ -136,13 +174,19 @@ def _local(tasks: list[Task], deliver: Callable[[dict[str, Any]], None], workers
                 return
             # the tasks that were running when a worker died: the culprit and its neighbours
             running = set(os.listdir(folder))
+            stuck = {name for name in running if _watchdog_fired(folder, name)}
             for name in running:
                 os.unlink(os.path.join(folder, name))
+            for t in unfinished:  # the watchdog names its task: no re-run
+                if t.key in stuck:
+                    deliver(_watchdog_row(t))
+            unfinished = [t for t in unfinished if t.key not in stuck]
             suspects = [t for t in unfinished if t.key in running] or unfinished
             pending = [t for t in unfinished if t not in suspects]
             for task in suspects:  # one per pool: the one that kills its worker is known
                 for t in _pool_round([task], deliver, 1, tracked):
-                    deliver(error_row(t, "the worker process died while running this task (a crash in native "
+                    deliver(_watchdog_row(t) if _watchdog_fired(folder, t.key) else
+                            error_row(t, "the worker process died while running this task (a crash in native "
                                          "code, or killed for memory); the sweep went on"))
                 for name in os.listdir(folder):
                     os.unlink(os.path.join(folder, name))
@@ -193,7 +237,7 @@ def dask_cluster(workers: int | None, processes: bool = True):
         forkserver.ensure_running()  # started now, with this preload (Dask would set its own)
         method = "forkserver"
     with dask.config.set({"distributed.worker.multiprocessing-method": method}):
-        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=processes,
+        cluster = LocalCluster(n_workers=workers or usable_cpus(), threads_per_worker=1, processes=processes,
                                dashboard_address=None)
     return cluster, Client(cluster)
 

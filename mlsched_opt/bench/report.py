@@ -194,9 +194,11 @@ def _fill_unit(rows: list[dict[str, Any]], reference: str, gap: float) -> None:
     sense = next((r["sense"] for r in rows if r["sense"]), None)
     for r in rows:
         r.update(reference=None, reference_kind="none", ratio=None, certified=False)
-    if sense is None or reference == "none":
+    if sense is None:
         return
-    _dispute_optima(rows, sense, gap)
+    _dispute_optima(rows, sense, gap)  # also with no reference: an exact method among [[methods]] can be beaten
+    if reference == "none":
+        return
     refs = [r for r in rows if r["role"] == "reference"]
     value, kind, certified, source = None, "none", False, None
     if reference == "best":
@@ -218,8 +220,9 @@ def _fill_unit(rows: list[dict[str, Any]], reference: str, gap: float) -> None:
             certified = bool(source["certified_by"])  # confirmed by an independent solver
         elif reference == "exact":
             # a solver's infinity (1e20) is no bound (rows written before the solvers filtered it)
+            # a solve stopped with no incumbent still proved its bound
             bounds = [r["bound"] for r in refs if r["bound"] is not None and abs(r["bound"]) < SOLVER_INFINITY
-                      and r["status"] in ("optimal", "feasible")]
+                      and r["status"] in ("optimal", "feasible", "time-limit-no-solution")]
             if bounds:
                 value, kind, certified = (max(bounds) if sense == "min" else min(bounds)), "bound", True
     if value is not None and kind == "bound":

@@ -361,10 +361,9 @@ def parse_suite(doc: Mapping[str, Any], file: str, catalog: str | None = None) -
     default_solvers = ref_methods[0].solvers if reference == "exact" else ("highs",)
     for i, m in enumerate(methods_doc):
         methods += _method(r, family, m, f"methods[{i}]", time_limit, default_solvers)
-    labels: dict[str, str] = {m.label: m.where for m in ref_methods}
+    labels: dict[str, str] = {label: m.where for m in ref_methods for label in row_labels(m)}
     for m in methods:
-        for solver in (m.solvers if m.kind == "exact" else ("",)):
-            label = f"{m.label} ({solver})" if solver else m.label
+        for label in row_labels(m):
             if label in labels:
                 raise r.error(f"label {label!r} is already used by {labels[label] or 'the reference'}; "
                               "give this method a label of its own", f"{m.where}.label")
@@ -568,6 +567,7 @@ def _import(r: _Reader, family, value: Any, where: str, directory: Path, global_
         raise r.error(exc.reason, _join(where, "data")) from None
     own, prob_grid = _split_set(r, family, table.get("set", {}), _join(where, "set"), source_options(source, family),
                                 f"importing {source} into {family.name}", global_keys)
+    fingerprint = _folder_fingerprint(Path(folder))
     out = []
     for jobs, servers, slots, sets, prob in itertools.product(sizes["jobs"], sizes["servers"], sizes["slots"], own, prob_grid):
         setting = {"source": source, **{k: v for k, v in (("jobs", jobs), ("servers", servers), ("slots", slots)) if v}, **sets}
@@ -576,9 +576,27 @@ def _import(r: _Reader, family, value: Any, where: str, directory: Path, global_
         for seed in seeds:
             params = {"source": source, "jobs": jobs, "servers": servers, "slots": slots, "seed": seed,
                       "set": {k: str(v) for k, v in sets.items()}, "data": str(Path(folder).resolve())}
-            content = {"import": {k: v for k, v in params.items() if k != "data"}}
+            content = {"import": {k: v for k, v in params.items() if k != "data"}, "data": fingerprint}
             out.append(InstanceSpec("import", f"{base}-seed{seed}", seed, params, setting, content, prob))
     return out
+
+
+def row_labels(m: MethodSpec) -> list[str]:
+    """The labels of the rows ``m`` makes: one per solver for an exact method, else one."""
+    return [f"{m.label} ({solver})" for solver in m.solvers] if m.kind == "exact" else [m.label]
+
+
+def _folder_fingerprint(folder: Path) -> str:
+    """What the trace folder holds, for the task key: each file's path, size and the sha256 of
+    its first MiB (the traces run to hundreds of MB; an edit that keeps the size and the head is
+    the one change this misses)."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        with f.open("rb") as fh:
+            head = fh.read(1 << 20)
+        h.update(f"{f.relative_to(folder).as_posix()}\0{f.stat().st_size}\0".encode())
+        h.update(hashlib.sha256(head).digest())
+    return h.hexdigest()[:16]
 
 
 def _check_solver(r: _Reader, solver: str, where: str) -> None:

@@ -18,6 +18,7 @@ decision (a string, so that worker processes import it themselves).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import signal
@@ -26,6 +27,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .suite import InstanceSpec, MethodSpec, Suite, describe_setting, digest
@@ -51,6 +53,9 @@ ROW_EXTRAS: dict[str, list[str]] = {"oasis": ["mlsched_opt.problems.oasis.method
 #: methods enforce their time limit themselves; this only stops one that does not)
 HARD_FACTOR = 3.0
 HARD_GRACE_S = 60.0
+#: a local worker is ended this long after the backstop should have stopped its task (the backstop
+#: fires only when control returns to Python; a model build or solver stuck in native code ignores it)
+KILL_GRACE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,14 @@ class Task:
     version: str = ""
     setting: str = ""
     extras: tuple[str, ...] = field(default_factory=tuple)
+    backstop_s: float = 0.0                    # the in-process backstop (0: from time_limit, see HARD_FACTOR)
+    kill_s: float = 0.0                        # the local worker's watchdog (0: backstop + KILL_GRACE_S)
+
+    def backstop(self) -> float:
+        return self.backstop_s or HARD_FACTOR * self.time_limit + HARD_GRACE_S
+
+    def kill_after(self) -> float:
+        return self.kill_s or self.backstop() + KILL_GRACE_S
 
 
 def task_key(spec: InstanceSpec, problem_options: Mapping[str, Any], role: str, method: MethodSpec, label: str,
@@ -89,11 +102,42 @@ def task_key(spec: InstanceSpec, problem_options: Mapping[str, Any], role: str, 
     })[:24]
 
 
+#: The distributions whose versions enter every task key: a new solver can change an answer.
+_KEYED_DISTRIBUTIONS = ("highspy", "ortools", "pyscipopt", "pyomo", "numpy", "scipy", "torch")
+
+
+def code_version(catalog: str | None = None) -> str:
+    """The package version and a digest of what decides an answer: the package's own source and
+    schema files, the workload catalog layers the suite reads, and the solver and numeric
+    libraries' versions.  A row of ``--resume`` is kept only under the same digest, so an edit
+    of the code (or ``pip install -U highspy``) re-runs the suite instead of mixing old rows in."""
+    from importlib import metadata
+
+    from .. import __version__
+    from ..io.catalog import catalog_dirs
+
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parents[1]
+    roots = [("pkg", package, ("*.py", "*.json"))] + [(f"catalog{i}", d, ("*.toml", "*.json", "*.pt"))
+                                                       for i, d in enumerate(catalog_dirs(catalog))]
+    for tag, root, patterns in roots:
+        files = sorted({f for pattern in patterns for f in Path(root).rglob(pattern) if f.is_file()})
+        for f in files:
+            h.update(f"{tag}/{f.relative_to(root).as_posix()}\0".encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    for dist in _KEYED_DISTRIBUTIONS:
+        try:
+            h.update(f"{dist}=={metadata.version(dist)}\0".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist} absent\0".encode())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
 def expand(suite: Suite) -> list[Task]:
     """Every task of the suite, in a fixed order: instance, problem options, reference, methods."""
-    from .. import __version__
     from ..io.files import limits
 
+    version = code_version(suite.catalog)
     caps = tuple(f"{k}={v}" for k, v in sorted(limits().items()))
     tasks: list[Task] = []
     for spec in suite.instances:
@@ -106,11 +150,11 @@ def expand(suite: Suite) -> list[Task]:
                 for solver in solvers:
                     label = f"{m.label} ({solver})" if m.kind == "exact" else m.label
                     seed = m.seed if m.seed is not None else (spec.seed or 0)
-                    key = task_key(spec, prob, role, m, label, solver, seed, __version__)
+                    key = task_key(spec, prob, role, m, label, solver, seed, version)
                     tasks.append(Task(key=key, order=len(tasks), suite=suite.name, problem=suite.problem, instance=spec,
                                       problem_options=prob, role=role, method=m.name, label=label, solver=solver,
                                       options=dict(m.options), time_limit=m.time_limit, gap=m.gap, certify=m.certify,
-                                      seed=seed, catalog=suite.catalog, limits=caps, version=__version__, setting=setting,
+                                      seed=seed, catalog=suite.catalog, limits=caps, version=version, setting=setting,
                                       extras=tuple(ROW_EXTRAS.get(suite.problem, ()))))
     keys = [t.key for t in tasks]
     if len(set(keys)) != len(keys):  # labels are unique and instances distinct: a bug if this fires
@@ -244,7 +288,7 @@ def run_task(task: Task) -> dict[str, Any]:
     start = time.perf_counter()
     row = base_row(task)
     try:
-        with _backstop(HARD_FACTOR * task.time_limit + HARD_GRACE_S):
+        with _backstop(task.backstop()):
             _run(task, row)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 -- any failure is a row, never a dead sweep
         row.update(status="error", message=_message(exc), check="none", objective=None, bound=None)
@@ -298,9 +342,9 @@ def _solve(task: Task, row: dict[str, Any]) -> None:
     rep = sol.report
     row.update(status=rep.status, objective=_finite(rep.objective), bound=_finite(rep.bound), wall_s=rep.wall_s,
                message=rep.message, certified_by=rep.certified_by, solver_version=rep.solver_version)
-    if sol.decision is None:
+    if sol.decision is None and not rep.has_solution:
         row["check"] = "none"
-    else:
+    else:  # a report that claims an answer without a decision is the checker's to reject
         check = check_for_family(family, inst, sol, opts)
         row["violations"] = len(check.violations)
         if check.feasible:
