@@ -29,6 +29,11 @@ SAME_VALUE_TOL = 1e-9
 #: solver could close.
 GAP_SLACK = 1e-8
 
+#: Absolute slack when a method, view or importer asks whether a demand fits a capacity, or floors
+#: or ceils a ratio of them (spec 000 pitfall 11): the float residue of sums and products, far
+#: below :data:`CHECK_TOL`, so a fit a method accepts is one the checker accepts.
+FIT_TOL = 1e-9
+
 #: Magnitude at which a solver's number means "infinite": HiGHS (option infinite_bound) and SCIP
 #: (infinity()) both use 1e20, and SCIP's getDualbound() returns -1e20 when it has proven nothing.
 #: A bound at or beyond it is no bound.

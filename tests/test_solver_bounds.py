@@ -58,3 +58,32 @@ def test_scip_reports_no_bound_rather_than_its_infinity(items):
     result = solve_scip(m, SolveOptions(solver="scip", time_limit=0.001, gap=0.0))
     assert result.has_solution
     assert result.bound is None or abs(result.bound) < 1e19, result
+
+
+def test_a_models_own_highs_options_reach_highs_unless_presolve_is_off(monkeypatch):
+    """The hetero configuration ILP switches HiGHS's presolve reductions off (its build_model says
+    why); the option must reach HiGHS, and a presolve-off re-solve must still be presolve off."""
+    from pyomo.contrib.solver.solvers.highs import Highs
+
+    from mlsched_opt.io import load_instance
+    from mlsched_opt.problems import REGISTRY
+    from mlsched_opt.problems.hetero.formulation import build_model
+    from mlsched_opt.solvers.pyomo_run import solve_highs
+
+    from .conftest import ROOT
+
+    inst = load_instance(ROOT / "instances" / "hetero-toy.toml")
+    opts = REGISTRY["hetero"].resolve_options(inst, {})
+    seen: list[dict] = []
+    original = Highs.solve
+
+    def spy(self, model, **kwargs):
+        seen.append(dict(kwargs["solver_options"]))
+        return original(self, model, **kwargs)
+
+    monkeypatch.setattr(Highs, "solve", spy)
+    for presolve in (True, False):
+        result = solve_highs(build_model(inst, opts), SolveOptions(solver="highs", time_limit=30, presolve=presolve))
+        assert result.termination == "optimal"
+    assert seen[0]["presolve_reduction_limit"] == 0 and "presolve" not in seen[0]
+    assert seen[1]["presolve"] == "off" and "presolve_reduction_limit" not in seen[1]

@@ -112,7 +112,9 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
         # mip_abs_gap defaults to 1e-6, which would stop before our relative gap on tiny objectives
         tee=[sys.stderr] if options.log else False,
         solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-10, "output_flag": options.log,
-                        **({} if options.presolve else {"presolve": "off"})},
+                        # a family may name HiGHS options its model's shape needs (``model._highs_options``;
+                        # its build_model says why); presolve off overrides them
+                        **(getattr(model, "_highs_options", {}) if options.presolve else {"presolve": "off"})},
     )
     has_solution = results.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
     if has_solution:

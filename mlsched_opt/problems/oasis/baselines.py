@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...solvers.highs_lp import INF, ArrayLP
+from ...tolerances import FIT_TOL
 from ..online import SlotPolicy
 from .view import OasisJob, OasisView, fit_counts
 
@@ -42,7 +43,7 @@ class _Pools:
     def place_one(self, kind: str, demand: np.ndarray, ok: np.ndarray, first_fit: bool = False) -> int | None:
         """One task on the next server with room after the pointer (round-robin), or the first one (first-fit)."""
         free = self.free[kind]
-        fits = ok & np.all(free >= demand - 1e-9, axis=1)
+        fits = ok & np.all(free >= demand - FIT_TOL, axis=1)
         idx = np.flatnonzero(fits)
         if idx.size == 0:
             return None

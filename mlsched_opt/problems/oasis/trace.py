@@ -51,6 +51,7 @@ import numpy as np
 
 from ...errors import UserError
 from ...io.catalog import Catalog, Workload
+from ...tolerances import FIT_TOL
 from ...traces import ImportSpec, Trace, TraceJob, describe
 from ...traces.mapping import ARRIVALS, arrival_slots, assign_models
 from ...traces.model import Node, pick_nodes
@@ -181,7 +182,7 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     tau = np.array([1.0 / rows[m]["steps_per_s"] for m in models])
     minibatch_s = tau + 2.0 * gradient * 8.0 / 1000.0 / b
     d = seconds / N
-    epochs = np.maximum(np.ceil(d / slot_s - 1e-9), 1).astype(int)
+    epochs = np.maximum(np.ceil(d / slot_s - FIT_TOL), 1).astype(int)
     minibatches = np.maximum(np.rint(d / (epochs * minibatch_s)), 1).astype(int)
 
     rng = spec.rng("utility")
@@ -307,7 +308,7 @@ def _room(worker: np.ndarray, ps: np.ndarray, wcap: np.ndarray, pcap: np.ndarray
         wfit = _fit(wcap, w)
         pfit = _fit(pcap, s)
         b, B = w[4], s[4]
-        out[u] = min(wfit, math.floor(pfit * B / b + 1e-9)) if b > 0 else wfit
+        out[u] = min(wfit, math.floor(pfit * B / b + FIT_TOL)) if b > 0 else wfit
     return out[inverse.reshape(-1)]
 
 
@@ -317,4 +318,4 @@ def _fit(caps: np.ndarray, demand: np.ndarray) -> int:
         return 0
     if not used.any():
         return 10**9
-    return int(np.sum(np.floor(np.min(caps[:, used] / demand[used], axis=1) + 1e-9)))
+    return int(np.sum(np.floor(np.min(caps[:, used] / demand[used], axis=1) + FIT_TOL)))

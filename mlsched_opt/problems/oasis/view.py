@@ -34,9 +34,10 @@ import numpy as np
 
 from ...errors import InstanceError
 from ...io.instance import Instance, Job, Server, Utility
+from ...tolerances import FIT_TOL
 
 #: Integer rounding guard for ceil(d rho), ceil(y b/B), floor(c/w) (spec pitfall 11).
-EPS = 1e-9
+EPS = FIT_TOL
 
 #: Sizes refused up front (our design, so that no loop or array is driven by an unbounded input):
 #: the horizon, the per-slot arrays ``slots x servers x (resources + jobs)`` every method and the

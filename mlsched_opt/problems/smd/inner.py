@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...errors import InstanceError, OptionError
+from ...tolerances import FIT_TOL
 from ..rounding import chernoff_scale
 from .ratios import CharnesCooperLP, SidedPolygon, Terms, polygon, ratio_terms, side_rows, term_ranges
 from .view import SmdJob
@@ -283,7 +284,7 @@ def algorithm2(job: SmdJob, x: np.ndarray, attempts: int, rng: np.random.Generat
             k = more[hit[0]]
             return Allocation(int(w[k]), int(p[k]), float(tau[k])), used + int(hit[0]) + 1, False
         used += attempts
-    fw, fp = (int(v) for v in np.floor(np.asarray(x) + 1e-9))
+    fw, fp = (int(v) for v in np.floor(np.asarray(x) + FIT_TOL))
     if job.fits(fw, fp) and fw >= 1 and fp >= 1:
         return Allocation(fw, fp, float(job.completion_time(fw, fp))), used, True
     return NONE, used, True

@@ -19,8 +19,9 @@ import numpy as np
 
 from ...errors import OptionError
 from ...solvers.highs_lp import ArrayLP
+from ...tolerances import FIT_TOL
 
-_TOL = 1e-9
+_TOL = FIT_TOL
 
 
 @dataclass(frozen=True)

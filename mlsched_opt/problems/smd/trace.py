@@ -47,6 +47,7 @@ import numpy as np
 
 from ...errors import OptionError, UserError
 from ...io.catalog import Catalog
+from ...tolerances import FIT_TOL
 from ...traces import ImportSpec, Trace, describe
 from ...traces.mapping import assign_models
 from ...traces.sources import cluster
@@ -86,7 +87,7 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     for what, dem in (("worker", worker), ("PS", ps)):
         # from_document refuses a task that fits on no single server; say so in the trace's terms
         kinds, inverse = np.unique(dem, axis=0, return_inverse=True)
-        fits = np.asarray((caps[None, :, :] >= kinds[:, None, :] - 1e-9).all(axis=2))  # (kinds, servers)
+        fits = np.asarray((caps[None, :, :] >= kinds[:, None, :] - FIT_TOL).all(axis=2))  # (kinds, servers)
         hosted = np.asarray(fits.any(axis=1))[inverse.reshape(-1)]
         if not hosted.all():
             i = int(np.argmin(hosted))
@@ -95,7 +96,7 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
                             f"fits on none of these {len(servers)} servers; raise --servers or change --seed", trace.file, f"row {job.row}")
     pair = worker + ps
     with np.errstate(divide="ignore"):
-        room = np.floor(np.min(np.where(pair > 0, total / np.where(pair > 0, pair, 1), np.inf), axis=1) + 1e-9)
+        room = np.floor(np.min(np.where(pair > 0, total / np.where(pair > 0, pair, 1), np.inf), axis=1) + FIT_TOL)
     gpus = np.array([max(j.gpus, 1) for j in trace.jobs])
     size = np.minimum(gpus, room).astype(int)
     if np.all(size < 1):
