@@ -807,3 +807,35 @@ def test_count_vectors_enumerate_every_spread_without_recursion():
     assert count_vectors(0, 1000).shape == (1, 1000) and count_vectors(1, 1000).shape == (1000, 1000)
     with pytest.raises(OptionError, match="ways"):
         count_vectors(4, 1000)
+
+
+# --- the standalone lower bound (issue 21) -------------------------------------------------------
+
+@pytest.mark.parametrize("world_name", ["default", "hard", "gavel"])
+def test_the_standalone_bound_is_the_optimum_of_one_job_and_below_exact_for_several(world_name):
+    opts = {"world": world_name}
+    jobs_of = "gavel" if world_name == "gavel" else "default"  # the hard world runs the default job types
+    for seed in range(3):
+        one = generated(seed, 1, 3, static=True, world=jobs_of)
+        bound = FAMILY.lp_bound(one, FAMILY.resolve_options(one, opts), SolveOptions())
+        exact = FAMILY.run(one, "exact", SolveOptions(time_limit=60), opts).report
+        assert bound.status == exact.status == "optimal"
+        assert bound.objective == pytest.approx(exact.objective, rel=1e-9)  # one job: alone is the whole story
+        three = generated(100 + seed, 3, 3, static=True, world=jobs_of)
+        bound = FAMILY.lp_bound(three, FAMILY.resolve_options(three, opts), SolveOptions())
+        exact = FAMILY.run(three, "exact", SolveOptions(time_limit=60), opts).report
+        assert exact.status == "optimal" and bound.objective <= exact.objective * (1 + 1e-9)
+
+
+def test_the_standalone_bound_is_below_every_checked_online_answer_and_compare_reports_it():
+    inst = generated(3000000, 12, 4)
+    bound = FAMILY.lp_bound(inst, FAMILY.resolve_options(inst, {}), SolveOptions()).objective
+    for method in ("least-interference", "standalone", "load-balance", "random"):
+        sol = FAMILY.run(inst, method, SolveOptions(time_limit=60), {})
+        check = check_solution(inst, sol)
+        assert check.feasible and bound <= check.objective * (1 + 1e-9), method
+    from mlsched_opt.bench.compare import compare as run_compare
+
+    rows = {r.label: r for r in run_compare(inst, FAMILY, [("standalone", "highs")], {}, SolveOptions(time_limit=60))}
+    assert rows["standalone (bound)"].report.objective == pytest.approx(bound)
+    assert rows["standalone"].ratio is not None and rows["standalone"].ratio >= 1

@@ -87,3 +87,21 @@ def test_a_models_own_highs_options_reach_highs_unless_presolve_is_off(monkeypat
         assert result.termination == "optimal"
     assert seen[0]["presolve_reduction_limit"] == 0 and "presolve" not in seen[0]
     assert seen[1]["presolve"] == "off" and "presolve_reduction_limit" not in seen[1]
+
+
+def test_scips_sentinel_bound_is_dropped_whatever_the_race(monkeypatch):
+    """The same rule without the timing: SCIP is made to report its -1e20 'no bound' outright."""
+    pyscipopt = pytest.importorskip("pyscipopt")
+    from mlsched_opt.solvers.scip import solve_scip
+
+    class NoBound(pyscipopt.Model):
+        def getDualbound(self):
+            return -1e20
+
+    monkeypatch.setattr(pyscipopt, "Model", NoBound)
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), domain=pyo.Binary)
+    m.c = pyo.Constraint(expr=m.x[0] + m.x[1] + m.x[2] <= 2)
+    m.obj = pyo.Objective(expr=-(m.x[0] + 2 * m.x[1] + 3 * m.x[2]), sense=pyo.minimize)
+    result = solve_scip(m, SolveOptions(solver="scip", time_limit=10))
+    assert result.has_solution and result.bound is None

@@ -7,7 +7,8 @@ the package index), and runs that environment's ``mlsched`` from a folder outsid
 repository.  The build runs without isolation when this environment has setuptools >= 77 (the
 build requirement), else pip fetches setuptools.  PyTorch (the ``rl`` extra, about 700 MB) is
 not installed a second time: the harmony test reaches this environment's copy through a
-``.pth`` file added after the install, so it cannot stand in for a missing dependency.
+``.pth`` file added after the install, pointing at links to torch and its own dependencies
+only, so it cannot stand in for a dependency the wheel fails to declare.
 """
 
 from __future__ import annotations
@@ -66,6 +67,33 @@ def wheel(tmp_path_factory) -> Path:
     return found
 
 
+def _torch_only(folder: Path) -> Path:
+    """A folder of links to torch and its own (non-extra) dependencies in this environment, and
+    nothing else: on the fresh venv's path after its own site-packages, it cannot stand in for a
+    dependency the wheel fails to declare (unless torch itself needs it)."""
+    import re
+    from importlib.metadata import distribution, packages_distributions
+
+    wanted, todo = set(), ["torch"]
+    while todo:
+        name = todo.pop().lower().replace("_", "-")
+        if name in wanted:
+            continue
+        wanted.add(name)
+        for req in distribution(name).requires or []:
+            if "extra ==" not in req:
+                todo.append(re.split(r"[\s;<>=!\[~(]", req, maxsplit=1)[0])
+    modules = {m for m, dists in packages_distributions().items() if any(d.lower().replace("_", "-") in wanted for d in dists)}
+    site = Path(distribution("torch").locate_file(""))
+    folder.mkdir()
+    for m in modules:
+        for candidate in (site / m, site / f"{m}.py"):
+            if candidate.exists():
+                (folder / candidate.name).symlink_to(candidate)
+    assert (folder / "torch").exists()
+    return folder
+
+
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
     """A fresh venv with the wheel and the dependencies pip resolved for it; its bin folder."""
@@ -112,11 +140,9 @@ def test_the_installed_wheel_validates_solves_and_checks_the_demo_outside_the_ch
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the rl extra (torch) is not installed")
 def test_the_installed_wheel_runs_harmony_with_the_shipped_policy(venv, tmp_path):
-    import torch
-
     site = Path(_run([str(venv / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                      tmp_path, _env()).stdout.strip())
-    (site / "zz_torch_from_test_env.pth").write_text(str(Path(torch.__file__).parents[1]) + "\n")
+    (site / "zz_torch_from_test_env.pth").write_text(str(_torch_only(tmp_path / "torch-only")) + "\n")
     shutil.copy(ROOT / "instances" / "harmony-toy.toml", tmp_path / "toy.toml")
     python = [str(venv / "python"), "-m", "mlsched_opt"]
     report = json.loads(_run(python + ["solve", "toy.toml", "--method", "drl", "--out", "drl.sol.json", "--json"],

@@ -72,8 +72,8 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
     _dispute_beaten_optima(rows, family.sense(opts), solve_options.gap)
     if lp_bound and family.bounded:
         if progress:
-            progress("solving the LP relaxation ...")
-        rows.append(Row("lp-relaxation (bound)", "lp", family.lp_bound(instance, opts, solve_options), None))
+            progress(f"computing the bound ({family.bound_label}) ...")
+        rows.append(Row(family.bound_label, "lp", family.lp_bound(instance, opts, solve_options), None))
     _fill_ratios(rows, family.sense(opts))
     return rows
 

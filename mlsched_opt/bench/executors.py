@@ -44,8 +44,8 @@ def _fmt_s(seconds: float) -> str:
 
 
 def usable_cpus() -> int:
-    """The cores this process may run on (its affinity mask, which a container or ``taskset``
-    narrows), not the machine's count."""
+    """The cores this process may run on (its affinity mask, which ``taskset`` or a container's
+    cpuset narrows; a CPU quota such as ``docker --cpus`` does not show here), not the machine's count."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:  # not on Linux
@@ -64,8 +64,9 @@ class Progress:
         self._last_decile = -1
         self._last_print = self.start
         self.every_s = 60.0
-        # progress is INFO: `mlsched --quiet bench` asks for none
-        self.silent = not logging.getLogger("mlsched_opt").isEnabledFor(logging.INFO)
+        # progress is INFO: `mlsched --quiet bench` sets the package logger to WARNING and asks for none
+        # (a library caller that configured no logging still gets progress)
+        self.silent = logging.getLogger("mlsched_opt").level >= logging.WARNING
 
     def line(self) -> str:
         elapsed = time.perf_counter() - self.start
@@ -136,28 +137,33 @@ def _tracked(fn: Callable[[Task], dict[str, Any]], folder: str, task: Task) -> d
     import faulthandler
 
     marker = os.path.join(folder, task.key)
-    with open(marker, "w") as fh:
-        faulthandler.dump_traceback_later(task.kill_after(), exit=True, file=fh)
-        try:
-            row = fn(task)
-        finally:
-            faulthandler.cancel_dump_traceback_later()
-    os.unlink(marker)
-    return row
+    try:
+        with open(marker, "w") as fh:
+            faulthandler.dump_traceback_later(task.kill_after(), exit=True, file=fh)
+            try:
+                return fn(task)
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+    finally:
+        os.unlink(marker)
 
 
-def _watchdog_fired(folder: str, name: str) -> bool:
+def _watchdog_dump(folder: str, name: str) -> str | None:
+    """The stacks the watchdog wrote into a task's marker (it fired), else ``None``."""
     try:
         with open(os.path.join(folder, name)) as fh:
-            return fh.read(64).startswith("Timeout")
+            text = fh.read(1 << 16)
     except OSError:
-        return False
+        return None
+    return text if text.startswith("Timeout") else None
 
 
-def _watchdog_row(task: Task) -> dict[str, Any]:
+def _watchdog_row(task: Task, dump: str) -> dict[str, Any]:
     limit = task.kill_after()
-    return error_row(task, f"stopped by the harness after {limit:g} s: the task was stuck in native code (a model build "
-                           f"or a solver) far past its time limit of {task.time_limit:g} s; the sweep went on", wall_s=limit)
+    row = error_row(task, f"stopped by the harness after {limit:g} s: the task was stuck in native code (a model build "
+                          f"or a solver) far past its time limit of {task.time_limit:g} s; the sweep went on", wall_s=limit)
+    row["_traceback"] = dump  # where it was stuck, for errors.log
+    return row
 
 
 def _local(tasks: list[Task], deliver: Callable[[dict[str, Any]], None], workers: int,
@@ -174,18 +180,22 @@ def _local(tasks: list[Task], deliver: Callable[[dict[str, Any]], None], workers
                 return
             # the tasks that were running when a worker died: the culprit and its neighbours
             running = set(os.listdir(folder))
-            stuck = {name for name in running if _watchdog_fired(folder, name)}
+            stuck = {name: dump for name in running if (dump := _watchdog_dump(folder, name)) is not None}
             for name in running:
                 os.unlink(os.path.join(folder, name))
             for t in unfinished:  # the watchdog names its task: no re-run
                 if t.key in stuck:
-                    deliver(_watchdog_row(t))
+                    deliver(_watchdog_row(t, stuck[t.key]))
             unfinished = [t for t in unfinished if t.key not in stuck]
+            if stuck:  # the culprit is known: its neighbours were only collateral and run on as usual
+                pending = unfinished
+                continue
             suspects = [t for t in unfinished if t.key in running] or unfinished
             pending = [t for t in unfinished if t not in suspects]
             for task in suspects:  # one per pool: the one that kills its worker is known
                 for t in _pool_round([task], deliver, 1, tracked):
-                    deliver(_watchdog_row(t) if _watchdog_fired(folder, t.key) else
+                    dump = _watchdog_dump(folder, t.key)
+                    deliver(_watchdog_row(t, dump) if dump is not None else
                             error_row(t, "the worker process died while running this task (a crash in native "
                                          "code, or killed for memory); the sweep went on"))
                 for name in os.listdir(folder):

@@ -347,10 +347,12 @@ def _by_size(rows: Sequence[Mapping[str, Any]], value: Callable[[Mapping[str, An
 
 
 def _save(fig, legend_ax, path: Path, plt) -> Path:
-    legend_ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        legend_ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 

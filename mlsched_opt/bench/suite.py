@@ -631,7 +631,7 @@ def _reference(r: _Reader, family, value: Any, time_limit: float) -> tuple[str, 
         if not family.bounded:
             raise r.error(f"problem {family.name} has no LP bound (its model is a surrogate); use an oracle or \"exact\"",
                           "reference.method")
-        return method, [MethodSpec("lp", "lp-relaxation (bound)", "lp", {}, tl, ("highs",), where="reference")]
+        return method, [MethodSpec("lp", family.bound_label, "lp", {}, tl, ("highs",), where="reference")]
     if method == "exact":
         solvers = tuple(r.strings(table["solvers"], "reference.solvers")) if "solvers" in table else DEFAULT_SOLVERS
         if len(set(solvers)) != len(solvers):

@@ -210,8 +210,12 @@ class Family:
         LP relaxation computed directly (same value as relaxing the Pyomo model, for models too
         large to build quickly).
     bounded
-        Whether the exact formulation's LP relaxation bounds the family's objective (``False``
-        when ``build_model`` is a surrogate: comparisons then add no LP row).
+        Whether :meth:`Family.lp_bound` bounds the family's objective: the ``relaxation`` when one is
+        given, else the LP relaxation of ``build_model`` (``False`` when that model is a surrogate
+        and no relaxation is given: comparisons then add no bound row).
+    bound_label
+        How comparisons and benchmarks name the bound's row (``lp-relaxation (bound)`` unless the
+        family's bound is not an LP relaxation).
     train
         Optional ``(TrainSpec) -> path``: trains a learned method's model (``mlsched train``),
         whose options (``--set``) are ``train_options``.
@@ -238,6 +242,7 @@ class Family:
     relaxation: Callable[[Instance, Mapping[str, Any], SolveOptions], SolveReport] | None = None
     rescore: Callable[[Instance, Mapping[str, Any], Decision], float] | None = None
     bounded: bool = True
+    bound_label: str = "lp-relaxation (bound)"
     train: Callable[..., Any] | None = None
     train_options: tuple[Option, ...] = ()
     trace: TraceImport | None = None
@@ -336,7 +341,8 @@ class Family:
         return result.objective, ""
 
     def lp_bound(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
-        """The LP relaxation of the exact formulation: a bound on the optimum, not a decision."""
+        """A proven bound on the optimum, not a decision: the family's ``relaxation`` when it has one,
+        else the LP relaxation of the exact formulation."""
         if self.relaxation is not None:
             return self.relaxation(instance, options, solve_options)
         start = time.perf_counter()

@@ -113,8 +113,10 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
         tee=[sys.stderr] if options.log else False,
         solver_options={"random_seed": options.seed, "mip_abs_gap": 1e-10, "output_flag": options.log,
                         # a family may name HiGHS options its model's shape needs (``model._highs_options``;
-                        # its build_model says why); presolve off overrides them
-                        **(getattr(model, "_highs_options", {}) if options.presolve else {"presolve": "off"})},
+                        # its build_model says why); presolve off drops the presolve ones
+                        **{k: v for k, v in getattr(model, "_highs_options", {}).items()
+                           if options.presolve or not k.startswith("presolve")},
+                        **({} if options.presolve else {"presolve": "off"})},
     )
     has_solution = results.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
     if has_solution:

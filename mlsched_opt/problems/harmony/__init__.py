@@ -37,6 +37,7 @@ from .methods import (
     run_exact,
     run_myopic,
     run_surrogate,
+    standalone_bound,
 )
 from .trace import OPTIONS as TRACE_OPTIONS, from_trace
 from .train import TRAIN_OPTIONS
@@ -62,7 +63,9 @@ FAMILY = Family(
     sense=lambda options: "min",
     generate=generate,
     generate_options=GENERATE_OPTIONS,
-    bounded=False,
+    # the surrogate's LP relaxation bounds nothing in the true world; the bound is every job alone
+    relaxation=standalone_bound,
+    bound_label="standalone (bound)",
     train=_train,
     train_options=TRAIN_OPTIONS,
     algorithms=(

@@ -330,7 +330,8 @@ def min_intervals(view: HarmonyView) -> np.ndarray:
     return view.samples / (standalone_speeds(view) * view.slot_s)
 
 
-def _monotone_world(world: World) -> bool:
+def monotone_world(world: World) -> bool:
+    """Whether co-location can only slow a job down (every interference and communication term >= 0)."""
     arrays = (world.u_worker, world.u_ps, world.s, world.t_comp, world.t_loc, world.t_rem)
     return world.kappa >= 0 and all(np.all(a >= 0) for a in arrays)
 
@@ -467,7 +468,7 @@ def exhaustive_any(view: HarmonyView, time_limit: float) -> AnyResult:
                           "for online traces use --method myopic (the myopic-optimal reference)", field="--method")
     if not np.allclose(view.capacity, view.capacity[0]):
         raise OptionError("exact search canonicalizes over identical servers; this cluster's servers differ", field="--method")
-    if not _monotone_world(view.world):
+    if not monotone_world(view.world):
         raise OptionError("starts=any needs a world where co-location never speeds a job up (u, s >= 0)", field="--set starts")
     J, M = view.J, view.M
     options = []

@@ -13,7 +13,7 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions, SolveReport, solve
 from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
-from .exact import Myopic, exhaustive, exhaustive_any, job_options, static_jct
+from .exact import Myopic, exhaustive, exhaustive_any, job_options, monotone_world, standalone_speed, static_jct
 from .formulation import build_model, decision_from_model
 from .simulate import Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
 from .view import MAX_INTERVALS, HarmonyView, check_horizon, view_of
@@ -103,6 +103,37 @@ def run_exact(instance: Instance, options: Mapping[str, Any], solve_options: Sol
                          dict(options), solve_s=res.elapsed_s,
                          message=stats + ("" if res.complete else "; time limit: not every placement evaluated"))
     return MethodResult(report, decision)
+
+
+def standalone_bound(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
+    """A proven lower bound on the average JCT of any schedule the checker accepts, online or
+    static: every job alone on the empty cluster, from its arrival, at its best placement.
+
+    Why it holds: a job starts at an interval boundary at or after its arrival and its JCT runs
+    from the arrival; in a world where co-location never speeds a job up (every interference and
+    communication coefficient >= 0, the condition ``exact``'s delay bound rests on too) it runs at
+    most as fast as alone, and alone at most as fast as on its best placement.  Servers are taken at
+    the componentwise largest capacity (a relaxation when they differ; speed depends only on the
+    task counts per server).  It ignores queueing and capacity shared in time, so it is loose under
+    load; it is what every method's gap is measured against on traces too large for ``exact``.
+    Our design (issue 21); not in spec 004.
+    """
+    start = time.perf_counter()
+    view = view_of(instance, options, require_fit=False)
+    name = "standalone lower bound"
+    if not monotone_world(view.world):
+        return SolveReport("failed", None, None, "min", name, "mlsched-opt", dict(options),
+                           message="no bound: in this world co-location can speed a job up")
+    reason = misfit_reason(view)
+    if reason:
+        return SolveReport("infeasible", None, None, "min", name, "mlsched-opt", dict(options), message=reason)
+    cap = view.capacity.max(axis=0)
+    j = view.jobs
+    speed = np.array([standalone_speed(view.world, int(j.kind[i]), bool(j.is_ps[i]), int(j.W[i]), int(j.P[i]), view.M,
+                                       cap, view.worker_demand[i], view.ps_demand[i]) for i in range(view.J)])
+    value = float(np.mean(view.samples / (speed * view.slot_s))) if view.J else 0.0
+    return SolveReport("optimal", value, value, "min", name, "mlsched-opt", dict(options), solve_s=time.perf_counter() - start,
+                       message="every job alone from its arrival at its best placement (a lower bound, not a schedule)")
 
 
 def misfit_reason(view: HarmonyView) -> str | None:

@@ -61,7 +61,7 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
     # columns) is what takes the time, and past its time limit: at 96 GPUs (287k columns) it sat in
     # presolve beyond a 120 s limit at 9.7 GB and growing; with its reductions off HiGHS proved that
     # optimum in 54 s at 3.4 GB, and at 48 GPUs in 0.5 s instead of 35 s (upstream HiGHS#2326 reports
-    # the same shape).  Certification's presolve-off re-solve and the referees are unaffected.
+    # the same shape).  A presolve-off re-solve (certification) drops it with presolve itself.
     m._highs_options = {"presolve_reduction_limit": 0}
     return m
 
