@@ -105,3 +105,23 @@ def test_scips_sentinel_bound_is_dropped_whatever_the_race(monkeypatch):
     m.obj = pyo.Objective(expr=-(m.x[0] + 2 * m.x[1] + 3 * m.x[2]), sense=pyo.minimize)
     result = solve_scip(m, SolveOptions(solver="scip", time_limit=10))
     assert result.has_solution and result.bound is None
+
+
+def test_compare_disputes_a_beaten_bound_and_takes_one_from_a_solve_with_no_incumbent():
+    from types import SimpleNamespace
+
+    from mlsched_opt.bench.compare import Row, _fill_ratios
+    from mlsched_opt.report import SolveReport
+
+    def row(label, method, status, objective, bound, checked=None):
+        check = None if checked is None else SimpleNamespace(feasible=True, objective=checked)
+        return Row(label, method, SolveReport(status, objective, bound, "min", "x", "1", {}), check)
+
+    wrong_lp = row("lp-relaxation (bound)", "lp", "optimal", 10.0, 10.0)
+    stopped = row("exact (highs)", "exact", "time-limit-no-solution", None, 5.0)
+    answer = row("ffd", "ffd", "feasible", 8.0, None, checked=8.0)
+    rows = [stopped, answer, wrong_lp]
+    _fill_ratios(rows, "min", 1e-6)
+    assert wrong_lp.report.status == "disputed" and wrong_lp.report.bound is None
+    assert answer.ratio == pytest.approx(8.0 / 5.0) and answer.ratio_is_bound  # the stopped solve's bound
+    assert stopped.report.status == "time-limit-no-solution"

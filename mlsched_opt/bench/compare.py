@@ -74,7 +74,7 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
         if progress:
             progress(f"computing the bound ({family.bound_label}) ...")
         rows.append(Row(family.bound_label, "lp", family.lp_bound(instance, opts, solve_options), None))
-    _fill_ratios(rows, family.sense(opts))
+    _fill_ratios(rows, family.sense(opts), solve_options.gap)
     return rows
 
 
@@ -102,9 +102,24 @@ def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
                                              message="; ".join(filter(None, [rep.message, note])))
 
 
-def _fill_ratios(rows: list[Row], sense: str) -> None:
+def _fill_ratios(rows: list[Row], sense: str, gap: float = 0.0) -> None:
+    """Ratios to the proven optimum, else to the best proven bound (the rule of ``mlsched bench``:
+    a solve stopped with no incumbent still proved its bound; a bound that a checked answer beats
+    is wrong, so its row is ``disputed`` and it is no reference)."""
+    checked = [r.check.objective for r in rows if r.check is not None and r.check.feasible and r.check.objective is not None]
+    for row in rows:
+        bound = row.report.bound
+        if bound is None or row.report.status == "disputed" or (row.report.status == "optimal" and row.method != "lp"):
+            continue  # a claimed optimum is judged by _dispute_beaten_optima
+        beating = [v for v in checked if better(v, bound, sense, gap)]
+        if beating:
+            best = max(beating) if sense == "max" else min(beating)
+            note = f"disputed: the bound {bound:.10g} is beaten by a checked answer worth {best:.10g}"
+            row.report = dataclasses.replace(row.report, status="disputed", bound=None,
+                                             message="; ".join(filter(None, [row.report.message, note])))
     proven = [r.report.objective for r in rows if r.method != "lp" and r.report.status == "optimal" and r.report.objective is not None]
-    bounds = [r.report.bound for r in rows if r.report.bound is not None and r.report.status in ("optimal", "feasible")]
+    bounds = [r.report.bound for r in rows if r.report.bound is not None
+              and r.report.status in ("optimal", "feasible", "time-limit-no-solution")]
     if proven:
         reference, is_bound = proven[0], False
     elif bounds:

@@ -567,7 +567,10 @@ def _import(r: _Reader, family, value: Any, where: str, directory: Path, global_
         raise r.error(exc.reason, _join(where, "data")) from None
     own, prob_grid = _split_set(r, family, table.get("set", {}), _join(where, "set"), source_options(source, family),
                                 f"importing {source} into {family.name}", global_keys)
-    fingerprint = _folder_fingerprint(Path(folder))
+    try:
+        fingerprint = _folder_fingerprint(Path(folder))
+    except OSError as exc:  # unreadable, or gone while read
+        raise r.error(f"cannot read the trace data: {exc}", _join(where, "data")) from None
     out = []
     for jobs, servers, slots, sets, prob in itertools.product(sizes["jobs"], sizes["servers"], sizes["slots"], own, prob_grid):
         setting = {"source": source, **{k: v for k, v in (("jobs", jobs), ("servers", servers), ("slots", slots)) if v}, **sets}
