@@ -511,6 +511,17 @@ def test_the_code_version_in_every_key_follows_the_catalog_and_the_code(tmp_path
     assert tasks_mod.code_version(str(catalog)) != before
 
 
+def test_the_code_version_follows_an_edit_of_the_package_source(tmp_path):
+    package = Path(tasks_mod.__file__).resolve().parents[1]
+    copy = tmp_path / "mlsched_opt"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = tasks_mod.code_version(package=copy)
+    assert before == tasks_mod.code_version(package=package)  # the same bytes, the same version
+    target = copy / "problems" / "packing" / "methods.py"
+    target.write_text(target.read_text() + "\n# a fix\n")
+    assert tasks_mod.code_version(package=copy) != before
+
+
 def test_a_method_may_not_take_the_reference_rows_label(tmp_path):
     suite = tmp_path / "dup.toml"
     suite.write_text('name = "dup"\nproblem = "packing"\n[instances]\ngenerate = { jobs = 4, servers = 2, seeds = [1] }\n'

@@ -106,7 +106,7 @@ def task_key(spec: InstanceSpec, problem_options: Mapping[str, Any], role: str, 
 _KEYED_DISTRIBUTIONS = ("highspy", "ortools", "pyscipopt", "pyomo", "numpy", "scipy", "torch")
 
 
-def code_version(catalog: str | None = None) -> str:
+def code_version(catalog: str | None = None, package: Path | None = None) -> str:
     """The package version and a digest of what decides an answer: the package's own source and
     schema files, the workload catalog layers the suite reads, and the solver and numeric
     libraries' versions.  A row of ``--resume`` is kept only under the same digest, so an edit
@@ -117,7 +117,7 @@ def code_version(catalog: str | None = None) -> str:
     from ..io.catalog import catalog_dirs
 
     h = hashlib.sha256()
-    package = Path(__file__).resolve().parents[1]
+    package = package or Path(__file__).resolve().parents[1]  # the installed mlsched_opt (a test passes a copy)
     roots = [("pkg", package, ("*.py", "*.json"))] + [(f"catalog{i}", d, ("*.toml", "*.json", "*.pt"))
                                                        for i, d in enumerate(catalog_dirs(catalog))]
     for tag, root, patterns in roots:
