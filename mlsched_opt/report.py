@@ -18,6 +18,9 @@ from .tolerances import SAME_VALUE_TOL
 #: ``disputed`` is an exact answer whose proof an independent solver refuted without the dispute
 #: being resolved: the decision is the best checked one, and nothing is claimed about the optimum.
 STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time-limit-no-solution", "failed", "error", "disputed")
+#: Outcomes whose ``bound`` is proven and may serve as a reference: a solve stopped with no
+#: incumbent still proved its bound; a ``disputed`` one did not.
+BOUND_STATUSES = ("optimal", "feasible", "time-limit-no-solution")
 
 
 #: More solver threads than any machine here has is a mistyped number, not a request.

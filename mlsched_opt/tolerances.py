@@ -38,3 +38,8 @@ FIT_TOL = 1e-9
 #: (infinity()) both use 1e20, and SCIP's getDualbound() returns -1e20 when it has proven nothing.
 #: A bound at or beyond it is no bound.
 SOLVER_INFINITY = 1e20
+
+
+def proven_bound(bound: float | None) -> float | None:
+    """``bound``, or ``None`` when it is a solver's "no bound" (at or beyond :data:`SOLVER_INFINITY`, or NaN)."""
+    return bound if bound is not None and abs(bound) < SOLVER_INFINITY else None

@@ -183,6 +183,25 @@ def test_import_instances(tmp_path):
     assert rows[0]["jobs"] == 4
 
 
+def test_unreadable_trace_data_is_a_user_error_naming_the_key(tmp_path, monkeypatch, capsys):
+    from mlsched_opt.bench import suite as suite_mod
+
+    data = tmp_path / "data"
+    data.mkdir()
+    suite = tmp_path / "imp.toml"
+    suite.write_text('problem = "oasis"\n[instances]\nimport = { source = "philly", jobs = 4, servers = 2, slots = 6, '
+                     'seeds = [1], data = "data" }\n[reference]\nmethod = "lp"\n[[methods]]\nname = "oasis"\n')
+
+    def unreadable(folder):
+        raise PermissionError(13, "Permission denied", str(folder / "philly.csv"))
+
+    monkeypatch.setattr(suite_mod, "_folder_fingerprint", unreadable)
+    assert bench(suite, "--out", tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "instances.import.data" in err and "cannot read the trace data" in err and "philly.csv" in err
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
 def test_file_instances_and_an_oracle_reference(tmp_path):
     """``files`` globs (relative to the suite) and ``reference.method`` = an oracle method."""
     root = Path(__file__).resolve().parents[1]

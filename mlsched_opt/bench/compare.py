@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..checking import CheckResult, check_for_family
 from ..io.instance import Instance
 from ..io.solution import Solution
+from ..report import BOUND_STATUSES
 from ..solvers import SolveOptions, SolveReport
 from ..solvers.certify import better
 
@@ -118,8 +119,7 @@ def _fill_ratios(rows: list[Row], sense: str, gap: float = 0.0) -> None:
             row.report = dataclasses.replace(row.report, status="disputed", bound=None,
                                              message="; ".join(filter(None, [row.report.message, note])))
     proven = [r.report.objective for r in rows if r.method != "lp" and r.report.status == "optimal" and r.report.objective is not None]
-    bounds = [r.report.bound for r in rows if r.report.bound is not None
-              and r.report.status in ("optimal", "feasible", "time-limit-no-solution")]
+    bounds = [r.report.bound for r in rows if r.report.bound is not None and r.report.status in BOUND_STATUSES]
     if proven:
         reference, is_bound = proven[0], False
     elif bounds:

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..tolerances import SOLVER_INFINITY
+from ..report import BOUND_STATUSES
+from ..tolerances import proven_bound
 from .tasks import COLUMNS, TYPES
 
 #: problem -> plot hooks (see the module docstring)
@@ -221,8 +222,7 @@ def _fill_unit(rows: list[dict[str, Any]], reference: str, gap: float) -> None:
         elif reference == "exact":
             # a solver's infinity (1e20) is no bound (rows written before the solvers filtered it)
             # a solve stopped with no incumbent still proved its bound
-            bounds = [r["bound"] for r in refs if r["bound"] is not None and abs(r["bound"]) < SOLVER_INFINITY
-                      and r["status"] in ("optimal", "feasible", "time-limit-no-solution")]
+            bounds = [r["bound"] for r in refs if proven_bound(r["bound"]) is not None and r["status"] in BOUND_STATUSES]
             if bounds:
                 value, kind, certified = (max(bounds) if sense == "min" else min(bounds)), "bound", True
     if value is not None and kind == "bound":

@@ -361,9 +361,9 @@ def parse_suite(doc: Mapping[str, Any], file: str, catalog: str | None = None) -
     default_solvers = ref_methods[0].solvers if reference == "exact" else ("highs",)
     for i, m in enumerate(methods_doc):
         methods += _method(r, family, m, f"methods[{i}]", time_limit, default_solvers)
-    labels: dict[str, str] = {label: m.where for m in ref_methods for label in row_labels(m)}
+    labels: dict[str, str] = {label: m.where for m in ref_methods for _, label in row_runs(m)}
     for m in methods:
-        for label in row_labels(m):
+        for _, label in row_runs(m):
             if label in labels:
                 raise r.error(f"label {label!r} is already used by {labels[label] or 'the reference'}; "
                               "give this method a label of its own", f"{m.where}.label")
@@ -584,9 +584,12 @@ def _import(r: _Reader, family, value: Any, where: str, directory: Path, global_
     return out
 
 
-def row_labels(m: MethodSpec) -> list[str]:
-    """The labels of the rows ``m`` makes: one per solver for an exact method, else one."""
-    return [f"{m.label} ({solver})" for solver in m.solvers] if m.kind == "exact" else [m.label]
+def row_runs(m: MethodSpec) -> list[tuple[str, str]]:
+    """The (solver, label) of each row ``m`` makes: one per solver for an exact method, else one
+    (its first solver)."""
+    if m.kind == "exact":
+        return [(solver, f"{m.label} ({solver})") for solver in m.solvers]
+    return [(m.solvers[0], m.label)]
 
 
 def _folder_fingerprint(folder: Path) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .suite import InstanceSpec, MethodSpec, Suite, describe_setting, digest
+from .suite import InstanceSpec, MethodSpec, Suite, describe_setting, digest, row_runs
 
 #: (column, type) of results.csv, in order; types: str, int, float, bool
 SCHEMA: tuple[tuple[str, type], ...] = (
@@ -146,9 +146,7 @@ def expand(suite: Suite) -> list[Task]:
             setting = describe_setting(spec.setting, prob)
             runs = [("reference", m) for m in suite.reference_methods] + [("method", m) for m in suite.methods]
             for role, m in runs:
-                solvers = m.solvers if m.kind == "exact" else m.solvers[:1]
-                for solver in solvers:
-                    label = f"{m.label} ({solver})" if m.kind == "exact" else m.label
+                for solver, label in row_runs(m):
                     seed = m.seed if m.seed is not None else (spec.seed or 0)
                     key = task_key(spec, prob, role, m, label, solver, seed, version)
                     tasks.append(Task(key=key, order=len(tasks), suite=suite.name, problem=suite.problem, instance=spec,

@@ -21,7 +21,7 @@ import pyomo.environ as pyo
 
 from ..errors import SolverUnavailable
 from ..report import SolveOptions, SolveReport
-from ..tolerances import GAP_SLACK, SOLVER_INFINITY
+from ..tolerances import GAP_SLACK, proven_bound
 
 
 @dataclass
@@ -132,9 +132,7 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
         TC.unbounded: "unbounded",
         TC.infeasibleOrUnbounded: "infeasible-or-unbounded",
     }.get(results.termination_condition, "error")
-    bound = results.objective_bound
-    if bound is not None and not abs(bound) < SOLVER_INFINITY:  # HiGHS's "no bound" (inf, or 1e20)
-        bound = None
+    bound = proven_bound(results.objective_bound)  # HiGHS's "no bound" is inf, or 1e20
     message = "" if termination != "error" else f"HiGHS ended with {results.termination_condition.name}"
     return BackendResult(termination, has_solution, bound, version, message)
 

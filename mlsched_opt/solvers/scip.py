@@ -16,7 +16,7 @@ from pyomo.repn import generate_standard_repn
 
 from ..errors import SolverUnavailable
 from ..report import SolveOptions
-from ..tolerances import SOLVER_INFINITY
+from ..tolerances import proven_bound
 from .pyomo_run import BackendResult, objective_of
 
 
@@ -115,9 +115,7 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult
         "nodelimit": "limit", "sollimit": "limit", "memlimit": "limit",
         "infeasible": "infeasible", "unbounded": "unbounded", "inforunbd": "infeasible-or-unbounded",
     }.get(status, "error")
-    bound = scip.getDualbound() if has_solution else None
     # SCIP's infinity is a finite 1e20: without a proven bound getDualbound() returns -1e20 (min)
-    if bound is not None and not abs(bound) < SOLVER_INFINITY:
-        bound = None
+    bound = proven_bound(scip.getDualbound()) if has_solution else None
     message = "" if termination != "error" else f"SCIP ended with status {status}"
     return BackendResult(termination, has_solution, bound, scip_version() or "", message, prep_s=prep_s)
