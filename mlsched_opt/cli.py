@@ -7,10 +7,12 @@ reported in one line naming the file and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,6 +20,7 @@ from typing import Any, ClassVar
 import click
 
 from . import __version__
+from .clock import BOUND_SHARE
 from .errors import OptionError, UserError
 
 log = logging.getLogger(__name__)
@@ -371,7 +374,7 @@ def _family_for(instance, problem: str | None):
     return get_family(name)
 
 
-def _solve_options(solver: str, time_limit: float, gap: float, threads: int, seed: int, certify: bool = True):
+def _solve_options(solver: str, time_limit: float, gap: float, threads: int | None, seed: int, certify: bool = True):
     import dataclasses
 
     from .solvers import SolveOptions, check_solver
@@ -381,15 +384,21 @@ def _solve_options(solver: str, time_limit: float, gap: float, threads: int, see
     # the solver's own log under -v, once SolveOptions has a field for it (the back ends decide where it goes)
     if "log" in {f.name for f in dataclasses.fields(SolveOptions)}:
         extra["log"] = log.isEnabledFor(logging.DEBUG)
+    if threads is None:
+        from .clock import default_threads
+
+        threads = default_threads()
     return SolveOptions(solver=solver, time_limit=time_limit, gap=gap, threads=threads, seed=seed, certify=certify, **extra)
 
 
 def solver_options(f):
     """The options every solving command shares."""
     f = click.option("--seed", type=int, default=0, show_default=True, help="Random seed (solver and randomized methods).")(f)
-    f = click.option("--threads", type=int, default=1, show_default=True, help="Solver threads (1 = repeatable runs).")(f)
+    f = click.option("--threads", type=int, default=None, show_default="every usable core, or $MLSCHED_THREADS",
+                     help="Solver threads (1 = repeatable runs).")(f)
     f = click.option("--gap", type=float, default=1e-6, show_default=True, help="Relative gap at which 'optimal' may be claimed.")(f)
-    f = click.option("--time-limit", type=float, default=60.0, show_default=True, help="Seconds per solve; always enforced.")(f)
+    f = click.option("--time-limit", type=float, default=60.0, show_default=True,
+                     help="Seconds for the whole command (solve) or each row (compare); always enforced.")(f)
     f = click.option("--solver", type=SOLVER, default="highs", show_default=True,
                      help="highs, cpsat, scip (pyscipopt), or cbc, glpk, gurobi, cplex when installed (see `mlsched info`).")(f)
     f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Problem option, e.g. --set objective=servers.")(f)
@@ -475,19 +484,32 @@ def validate(ctx: click.Context, file: str) -> int:
 @click.option("--problem", type=PROBLEM, default=None, help="Problem family (default: the instance's `problem`).")
 @click.option("--method", type=METHOD, default="exact", show_default=True, metavar="METHOD", cls=_LazyHelp, help_from=_method_help)
 @solver_options
+@click.option("--bound/--no-bound", default=True, show_default=True,
+              help="After an approximation, prove a bound on the optimum in the time left (the family's relaxation) "
+                   "and report the certified ratio.")
 @click.option("--out", "out", default=None, metavar="SOLUTION.json", help="Write the solution file here.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @click.pass_context
-def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, threads, seed, out, as_json, **shorthands) -> int:
-    """Solve an instance FILE with one method; the answer is checked independently."""
-    from .io.files import check_writable
-    from .problems import REGISTRY, check_solution
+def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, threads, seed, bound, out, as_json,
+          **shorthands) -> int:
+    """Solve an instance FILE with one method; the answer is checked independently.
 
+    --time-limit bounds the whole command (reading, the method, the bound, the check and the
+    writing): an exact solve stops with its incumbent or `time-limit-no-solution`, an
+    approximation returns its best answer so far.
+    """
+    from .clock import CommandClock, TerminalProgress, Watchdog, listening
+    from .io.files import check_writable
+    from .problems import REGISTRY
+    from .solvers import SolveOptions
+
+    limit = SolveOptions(time_limit=time_limit).time_limit  # refused here if not a positive number
+    clock = CommandClock(_COMMAND["start"] if _COMMAND["start"] is not None else time.perf_counter(), limit)
     started = time.perf_counter()
     inst = _load(file, ctx.obj["catalog"])
     log.debug("read %s: %d jobs, %d servers (%.3f s)", file, len(inst.jobs), len(inst.servers), time.perf_counter() - started)
     family = _family_for(inst, problem)
-    family.method(method)
+    kind = family.method(method).kind
     raw: dict[str, Any] = _parse_sets(sets)
     declared = _shorthands(REGISTRY)
     for key, value in shorthands.items():
@@ -508,54 +530,150 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
         check_writable(out, inputs)  # before the solve, which may take long
         if Path(out).suffix.lower() != ".json":  # `check` reads solutions only as .json
             raise OptionError(f"solution files are JSON: {out!r} must end in .json", field="--out")
-    solve_options = _solve_options(solver, time_limit, gap, threads, seed, certify)
-    log.debug("running %s with %s", method, solve_options)
-    sol = family.run(inst, method, solve_options, options)
+    with_bound = bound and kind != "exact" and family.bounded
+    keep = BOUND_SHARE * max(clock.left() - clock.reserve, 0.0) if with_bound else 0.0
+    solve_options = _solve_options(solver, clock.budget(keep), gap, threads, seed, certify)
+    state: dict[str, Any] = {"solution": None, "phase": f"--method {method}"}
+    ending = _SolveEnding(family, method, inst, options, file, out, inputs, as_json, clock, state,
+                          solver if kind == "exact" else method)
+    watchdog = Watchdog(clock.deadline, ending.at_deadline) if _COMMAND["watchdog"] else None
+    log.debug("running %s with %s (whole command: %.1f s left)", method, solve_options, clock.left())
+    # progress on a terminal (INFO: --quiet asks for none)
+    bar = TerminalProgress(f"--method {method}", clock) if log.isEnabledFor(logging.INFO) else None
+    try:
+        with listening(bar if bar is not None else (lambda *_: None)):
+            sol = family.run(inst, method, solve_options, options)
+    finally:
+        if bar is not None:
+            bar.close()
+    state["solution"] = sol
     log.debug("%s: %s in %.3f s", method, sol.report.status, sol.report.wall_s)
-    check = check_solution(inst, sol, options) if sol.decision is not None else None
-    if check is not None:
-        log.debug("checker: %s", "feasible" if check.feasible else f"{len(check.violations)} violations")
-    write_error = None
-    if out:
+    check = ending.check(sol)
+    if with_bound and (check is None or check.feasible):
+        state["phase"] = "the bound"
+        sol = ending.add_bound(sol, dataclasses.replace(solve_options, time_limit=clock.budget()))
+        state["solution"] = sol
+    if watchdog is not None:
+        watchdog.claim()
+    return ending.finish(sol, check)
+
+
+class _SolveEnding:
+    """How ``solve`` ends: the check, the bound, the output, and the same output when the
+    watchdog ends the command at its time limit."""
+
+    def __init__(self, family, method, inst, options, file, out, inputs, as_json, clock, state, solver):
+        self.family, self.method, self.inst, self.options, self.solver = family, method, inst, options, solver
+        self.file, self.out, self.inputs, self.as_json, self.clock, self.state = file, out, inputs, as_json, clock, state
+        self.checked: dict[int, Any] = {}
+
+    def check(self, sol):
+        from .problems import check_solution
+
+        if sol.decision is None:
+            return None
+        if id(sol.decision) not in self.checked:
+            self.checked[id(sol.decision)] = check_solution(self.inst, sol, self.options)
+            result = self.checked[id(sol.decision)]
+            log.debug("checker: %s", "feasible" if result.feasible else f"{len(result.violations)} violations")
+        return self.checked[id(sol.decision)]
+
+    def add_bound(self, sol, solve_options):
+        """The family's proven bound on the optimum, in the report of an approximation's answer."""
+        from .report import approximation_ratio
+        from .tolerances import SAME_VALUE_TOL
+
+        rep = sol.report
+        label = self.family.bound_label.replace(" (bound)", "")
         try:
-            sol.write(out, inputs)
-        except UserError as exc:  # the answer is printed all the same, then exit 2
-            write_error = exc
-            out = None
-    rep = sol.report
-    if as_json:
-        doc: dict[str, Any] = {"problem": family.name, "method": method, "instance": file, **rep.to_dict()}
-        doc["check"] = None if check is None else check.to_dict()
+            found = self.family.lp_bound(self.inst, self.options, solve_options)
+        except UserError as exc:  # a model too large to build for the bound: the answer stands alone
+            note = f"no bound: {exc.message()}"
+            return dataclasses.replace(sol, report=dataclasses.replace(rep, message="; ".join(filter(None, [rep.message, note]))))
+        value = found.bound if found.status in ("optimal", "feasible") else None
+        if value is None:
+            note = f"no bound: the {label} ended {found.status} in {found.wall_s:.2f} s"
+        elif rep.objective is not None and (rep.objective > value + SAME_VALUE_TOL * max(1.0, abs(value)) if rep.sense == "max"
+                                             else rep.objective < value - SAME_VALUE_TOL * max(1.0, abs(value))):
+            note = (f"the {label} {value:.6g} is beaten by the checked answer {rep.objective:.6g}: it is not a bound "
+                    f"(a defect of the relaxation or the solver; please report it)")
+            return dataclasses.replace(sol, report=dataclasses.replace(
+                rep, status="disputed", message="; ".join(filter(None, [rep.message, note]))))
+        else:
+            ratio = approximation_ratio(rep.objective, value, rep.sense) if rep.objective is not None else None
+            note = f"bound {value:.6g} by the {label} ({found.solver}, {found.wall_s:.2f} s)"
+            if ratio is not None:
+                note += f": ratio <= {ratio:.6g} (certified)"
+            return dataclasses.replace(sol, report=dataclasses.replace(
+                rep, bound=value, solve_s=rep.solve_s + found.wall_s, message="; ".join(filter(None, [rep.message, note]))))
+        return dataclasses.replace(sol, report=dataclasses.replace(rep, message="; ".join(filter(None, [rep.message, note]))))
+
+    def at_deadline(self) -> int:
+        """The watchdog's ending: the answer in hand (checked), or no solution, said as such."""
+        from .io.solution import Solution
+        from .solvers import SolveReport
+
+        note = f"stopped at the command's time limit ({self.clock.limit:g} s) in {self.state['phase']}"
+        sol = self.state["solution"]
+        if sol is None:
+            report = SolveReport(status="time-limit-no-solution", objective=None, bound=None,
+                                 sense=self.family.sense(self.options), solver=self.solver, solver_version="",
+                                 solve_s=self.clock.elapsed(), message=note)
+            sol = Solution.for_instance(self.inst, self.family.name, self.method, report, None, self.options)
+        else:
+            sol = dataclasses.replace(sol, report=dataclasses.replace(
+                sol.report, message="; ".join(filter(None, [sol.report.message, note]))))
+        return self.finish(sol, self.check(sol))
+
+    def finish(self, sol, check) -> int:
+        write_error = None
+        out = self.out
         if out:
-            doc["solution_file"] = out
-        click.echo(json.dumps(doc))
-    else:
-        click.echo(f"{family.name} / {method} on {inst.name}: {rep.status}")
-        gap_text = "-" if rep.gap is None else f"{rep.gap:.3g}" if rep.gap else "0"
-        click.echo(f"  objective {_fmt(rep.objective)}   bound {_fmt(rep.bound)}   gap {gap_text}")
-        solver_text = " ".join(str(s) for s in (rep.solver, rep.solver_version) if s)
-        click.echo(f"  wall {rep.wall_s:.3f} s (build {rep.build_s:.3f}, solve {rep.solve_s:.3f})"
-                   + (f"   solver {solver_text}" if solver_text else ""))
-        if rep.message:
-            click.echo(f"  note: {rep.message}")
-        if check is not None:
-            click.echo("  check: ok" if check.feasible else f"  check: FAILED ({len(check.violations)} violations)")
-        if out:
-            click.echo(f"  solution written to {out}")
-        if sol.decision is not None:
-            click.echo("")
-            for line in decision_table(sol.decision, [j.id for j in inst.jobs]):
-                click.echo(f"  {line}")
-    if check is not None and not check.feasible:
-        for v in check.violations:
-            click.echo(f"  violation: {v}", err=True)
-    if write_error is not None:
-        raise write_error
-    if check is not None and not check.feasible:
-        return 1
-    if rep.status == "disputed":
-        click.echo(f"DISPUTED: {rep.message}", err=True)
-    return 1 if rep.status in ("error", "disputed") else 0
+            try:
+                sol.write(out, self.inputs)
+            except UserError as exc:  # the answer is printed all the same, then exit 2
+                write_error = exc
+                out = None
+        rep = sol.report
+        family, method, inst = self.family, self.method, self.inst
+        if self.as_json:
+            doc: dict[str, Any] = {"problem": family.name, "method": method, "instance": self.file, **rep.to_dict()}
+            doc["check"] = None if check is None else check.to_dict()
+            if out:
+                doc["solution_file"] = out
+            click.echo(json.dumps(doc))
+        else:
+            click.echo(f"{family.name} / {method} on {inst.name}: {rep.status}")
+            gap_text = "-" if rep.gap is None else f"{rep.gap:.3g}" if rep.gap else "0"
+            click.echo(f"  objective {_fmt(rep.objective)}   bound {_fmt(rep.bound)}   gap {gap_text}")
+            solver_text = " ".join(str(s) for s in (rep.solver, rep.solver_version) if s)
+            translate = f", translate {rep.translate_s:.3f}" if rep.translate_s else ""
+            click.echo(f"  wall {rep.wall_s:.3f} s (build {rep.build_s:.3f}{translate}, solve {rep.solve_s:.3f})"
+                       + (f"   solver {solver_text}" if solver_text else "")
+                       + f"   command {self.clock.elapsed():.1f} s of {self.clock.limit:g}")
+            if rep.message:
+                click.echo(f"  note: {rep.message}")
+            if check is not None:
+                click.echo("  check: ok" if check.feasible else f"  check: FAILED ({len(check.violations)} violations)")
+            if out:
+                click.echo(f"  solution written to {out}")
+            if sol.decision is not None:
+                click.echo("")
+                for line in decision_table(sol.decision, [j.id for j in inst.jobs]):
+                    click.echo(f"  {line}")
+        if check is not None and not check.feasible:
+            for v in check.violations:
+                click.echo(f"  violation: {v}", err=True)
+        if write_error is not None:
+            if threading.current_thread() is not threading.main_thread():  # the watchdog: no caller to raise to
+                click.echo(f"mlsched: error: {write_error.message()}", err=True)
+                return 2
+            raise write_error
+        if check is not None and not check.feasible:
+            return 1
+        if rep.status == "disputed":
+            click.echo(f"DISPUTED: {rep.message}", err=True)
+        return 1 if rep.status in ("error", "disputed") else 0
 
 
 @cli.command()
@@ -616,6 +734,7 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
       mlsched export instances/demo.toml --format lp -o demo.lp
     """
     from .io.files import atomic_path, check_writable
+    from .io.instance import check_model_size
     from .solvers import EXPORT_FORMATS, export_model
 
     inst = _load(file, ctx.obj["catalog"])
@@ -627,6 +746,7 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
                           field="--format")
     inputs = (file, *_catalog_files(inst.catalog))
     check_writable(output, inputs)  # before building the model
+    check_model_size(inst, "the exported model")
     model = family.build_model(inst, options)
     with atomic_path(output, inputs) as tmp:
         export_model(model, tmp, fmt)
@@ -917,9 +1037,20 @@ def completion(shell: str) -> int:
     return 0
 
 
+#: the command being run: when it started (the process start for a real ``mlsched`` process, the
+#: call of :func:`main` in-process) and whether ``solve`` may arm its watchdog (only in a real
+#: process: see :mod:`.clock`)
+_COMMAND: dict[str, Any] = {"watchdog": False, "start": None}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: user errors end in one line and exit code 2, never a traceback."""
+    from .clock import process_age
     from .io.files import set_limits
+
+    # a console-script call (argv from sys.argv) is a process of its own, which the watchdog may end
+    _COMMAND["watchdog"] = argv is None
+    _COMMAND["start"] = time.perf_counter() - (process_age() if argv is None else 0.0)
 
     try:
         code = cli.main(args=argv, prog_name="mlsched", standalone_mode=False)

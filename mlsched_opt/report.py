@@ -101,7 +101,9 @@ class SolveReport:
 
     ``objective`` is the value of the returned decision; ``bound`` the best proven bound on the
     optimum (``None`` for heuristics, which prove nothing); ``gap`` is computed here from the two
-    (see :func:`relative_gap`), not copied from the solver.  ``wall_s = build_s + solve_s``.
+    (see :func:`relative_gap`), not copied from the solver.  ``wall_s = build_s + translate_s +
+    solve_s``: building the model (Pyomo or arrays), handing it to the solver (Pyomo's translation
+    to the solver's matrices, which can dominate a large model), and the solver's own run.
     """
 
     status: str
@@ -114,6 +116,7 @@ class SolveReport:
     build_s: float = 0.0
     solve_s: float = 0.0
     message: str = ""
+    translate_s: float = 0.0
     gap: float | None = None
     #: the independent solver run(s) that confirmed an exact answer (see :mod:`.certify`); empty if none
     certified_by: str = ""
@@ -127,7 +130,7 @@ class SolveReport:
 
     @property
     def wall_s(self) -> float:
-        return self.build_s + self.solve_s
+        return self.build_s + self.translate_s + self.solve_s
 
     @property
     def has_solution(self) -> bool:
@@ -142,6 +145,7 @@ class SolveReport:
             "sense": self.sense,
             "wall_s": round(self.wall_s, 6),
             "build_s": round(self.build_s, 6),
+            "translate_s": round(self.translate_s, 6),
             "solve_s": round(self.solve_s, 6),
             "solver": self.solver,
             "solver_version": self.solver_version,
@@ -156,6 +160,7 @@ class SolveReport:
             status=data["status"], objective=data.get("objective"), bound=data.get("bound"),
             sense=data["sense"], solver=data.get("solver", ""), solver_version=data.get("solver_version", ""),
             options=data.get("options", {}), build_s=data.get("build_s", 0.0), solve_s=data.get("solve_s", 0.0),
+            translate_s=data.get("translate_s", 0.0),
             message=data.get("message", ""), certified_by=data.get("certified_by", ""),
         )
 
@@ -163,3 +168,17 @@ class SolveReport:
 def _finite(x: float | None) -> float | None:
     # JSON has no infinity; an infinite bound means "no bound"
     return None if x is None or not math.isfinite(x) else float(x)
+
+
+def approximation_ratio(value: float, reference: float, sense: str) -> float:
+    """The factor by which ``value`` falls short of ``reference`` (>= 1; 1 means as good).
+
+    ``reference / value`` for maximization, ``value / reference`` for minimization, so that a
+    ratio reads the same way for both senses.  Defined for positive values (every objective of
+    the toolkit is >= 0): when either side is <= 0 and they differ, the ratio is ``inf``, never a
+    number below 1 that would read as "optimal" (a solver's "no bound" of -1e20 once did).
+    """
+    num, den = (reference, value) if sense == "max" else (value, reference)
+    if abs(num - den) <= 1e-9 * max(1.0, abs(num)):
+        return 1.0
+    return math.inf if den <= 0 or num <= 0 else num / den

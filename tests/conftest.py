@@ -16,6 +16,9 @@ from mlsched_opt.io.shared_data import shared_data_dir
 settings.register_profile("gate", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
+# One solver thread, as a sweep runs them: a single `mlsched solve` uses every core by default,
+# where CP-SAT's parallel workers may return a different one of several optima.
+os.environ.setdefault("MLSCHED_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "instances" / "demo.toml"

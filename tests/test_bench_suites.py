@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,10 +36,11 @@ def test_suite_loads_and_expands(path: Path):
 
 
 def test_no_benchmark_script_rewrites_the_harness():
-    """The ratio studies are suites; what stays a script times internals (micro/) or the CLI
-    start-up of every import pair (import_traces.py), which no one-family suite can express."""
+    """The ratio studies are suites; what stays a script times internals (micro/), the CLI
+    start-up of every import pair (import_traces.py) or whole CLI processes against their time
+    limit with their peak memory (scale.py), which no in-process suite row can express."""
     scripts = {p.relative_to(BENCHMARKS).as_posix() for p in BENCHMARKS.rglob("*.py")}
-    assert scripts == {"import_traces.py", "micro/certify_cost.py", "micro/harmony_search.py", "micro/locality_lp.py"}
+    assert scripts == {"import_traces.py", "scale.py", "micro/certify_cost.py", "micro/harmony_search.py", "micro/locality_lp.py"}
 
 
 def test_an_inline_table_replaces_a_whole_table():
@@ -45,3 +50,22 @@ def test_an_inline_table_replaces_a_whole_table():
         load_suite(path, sets=["reference.method=lp"])
     suite = load_suite(path, sets=['reference={method="lp"}'])
     assert suite.reference == "lp" and [m.kind for m in suite.reference_methods] == ["lp"]
+
+
+@pytest.mark.slow
+def test_the_scale_ladder_measures_whole_cli_processes(tmp_path, data_dir):
+    """benchmarks/scale.py on one small point: the solve is a process of its own, within its limit,
+    checked, with its proven bound and certified ratio, and the table and plot are written."""
+    out = tmp_path / "scale"
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "scale.py"), "--out", str(out), "--families", "packing-servers",
+                           "--ladder", "20:26", "--time-limit", "60"], capture_output=True, text=True,
+                          env={**os.environ, "MLSCHED_SHARED_DATA": str(data_dir)}, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader((out / "scale.csv").open()))
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["status"] == "feasible" and row["check"] == "ok" and row["within_limit"] == "True", row
+    assert float(row["ratio_bound"]) >= 1 and float(row["bound"]) <= float(row["objective"])  # min servers: bound below
+    assert int(row["peak_mb"]) > 0 and float(row["wall_s"]) > 0
+    assert "| packing-servers | ffd |" in (out / "scale.md").read_text()
+    assert (out / "scale.png").stat().st_size > 0

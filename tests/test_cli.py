@@ -40,7 +40,7 @@ def test_solve_write_then_check(run, tmp_path):
     assert code == 0 and out.startswith("ok: feasible, objective 36")
     doc = json.loads(sol.read_text())
     assert doc["instance"]["sha256"] == load_instance(DEMO).sha256
-    assert doc["problem_options"] == {"objective": "weight"}
+    assert doc["problem_options"]["objective"] == "weight"
     # tamper: claim a better objective and put a worker on the PS-only host
     doc["report"]["objective"] = 40
     job = doc["decision"]["admitted"][0]
@@ -100,7 +100,7 @@ def test_compare_table(run):
     header = lines[1].split()
     assert header == ["method", "status", "objective", "bound", "gap", "wall", "s", "ratio", "check", "certified", "by"]
     rows = {line.split("  ")[0].strip(): line for line in lines[3:] if line and not line.startswith("ratio")}
-    assert set(rows) == {"exact (highs)", "exact (cpsat)", "ffd", "lp-relaxation (bound)"}
+    assert set(rows) == {"exact (highs)", "exact (cpsat)", "ffd", "pop", "lp-relaxation (bound)"}
     assert re.search(r"ffd\s+feasible\s+36\s+-\s+-\s+[\d.]+\s+1\.167\s+ok\s+-", rows["ffd"])
     # each exact row names the other solver that confirmed its optimum
     assert re.search(r"optimal\s+42\s+42\s+0\s+[\d.]+\s+1\s+ok\s+scip$", rows["exact (highs)"])
@@ -252,7 +252,7 @@ def test_solve_prints_the_decision_as_a_table(run):
     code, out, _ = run("solve", DEMO, "--method", "ffd")
     assert code == 0
     lines = out.splitlines()
-    assert lines[1].split() == ["objective", "36", "bound", "-", "gap", "-"]
+    assert lines[1].split() == ["objective", "36", "bound", "43", "gap", "0.163"]  # the LP bound, proven after FFD
     header = next(i for i, line in enumerate(lines) if line.split() == ["job", "workers", "ps"])
     assert re.fullmatch(r"\s+bert-squad\s+v100/0:1 v100/1:3\s+-", lines[header + 2])
     assert re.search(r"not admitted \(4\): .*vgg16-imagenet", out)

@@ -43,8 +43,8 @@ def test_toy_given_prices_admits_1_and_2_for_28():
     assert outcome.utility(view) == pytest.approx(28)
     assert policy.payoff == {0: pytest.approx(14), 1: pytest.approx(5)}
     # job 1 runs (2, 2) workers and (1, 1) PSs; job 2 shifts to the cheap slot 3 (0-based 2)
-    assert policy.plans[0][0].tolist() == [[2, 2, 0]] and policy.plans[0][1].tolist() == [[1, 1, 0]]
-    assert policy.plans[1][0].tolist() == [[0, 0, 2]] and policy.plans[1][1].tolist() == [[0, 0, 1]]
+    assert policy.plans[0][0].dense().tolist() == [[2, 2, 0]] and policy.plans[0][1].dense().tolist() == [[1, 1, 0]]
+    assert policy.plans[1][0].dense().tolist() == [[0, 0, 2]] and policy.plans[1][1].dense().tolist() == [[0, 0, 1]]
     assert policy.workers.price[0, 0].tolist() == pytest.approx([4, 4, 4])
     assert policy.pss.price[0, 0].tolist() == pytest.approx([2, 2, 2])
 
@@ -166,12 +166,13 @@ def test_best_schedule_equals_the_single_job_program(units, ranged):
         positive += plan.payoff > 0
         if plan.admitted:
             # the plan itself is what it claims: enough work, cost at the given prices, completion = last worker slot
-            assert plan.workers.sum() >= job.work - 1e-9
-            cost = float((plan.workers * pools[0].unit_price(job.worker)).sum() + (plan.ps * pools[1].unit_price(job.ps)).sum())
+            workers, pss = plan.workers.dense(), plan.ps.dense()
+            assert workers.sum() >= job.work - 1e-9
+            cost = float((workers * pools[0].unit_price(job.worker)).sum() + (pss * pools[1].unit_price(job.ps)).sum())
             assert cost == pytest.approx(plan.cost)
-            assert np.flatnonzero(plan.workers.any(axis=0))[-1] == plan.completion
+            assert np.flatnonzero(workers.any(axis=0))[-1] == plan.completion
             assert plan.payoff == pytest.approx(float(job.value(plan.completion)) - cost)
-            y, z = plan.workers.sum(axis=0), plan.ps.sum(axis=0)
+            y, z = workers.sum(axis=0), pss.sum(axis=0)
             run = y > 0
             assert np.all((y[run] >= job.lo) & (y[run] <= job.hi) & (z[run] >= job.ps_min) & (z[run] <= job.ps_max))
             assert np.all(z[~run] == 0)

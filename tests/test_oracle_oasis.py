@@ -171,3 +171,6 @@ def test_exact_equals_the_oracle(doc):
         # admitting nothing is always accepted, so neither side can be infeasible
         assert report.status == "optimal"
         assert report.objective == pytest.approx(value, abs=1e-6), (solver, report.objective, value)
+    # the window capacity bound (the family's relaxation) is never below the enumerated optimum
+    bound = FAMILY.lp_bound(inst, FAMILY.parse_options({}), SolveOptions(time_limit=30))
+    assert bound.status == "optimal" and bound.objective >= value - 1e-9, (bound.objective, value, bound.message)

@@ -462,7 +462,9 @@ def test_exhaustive_admission_stops_at_the_time_limit_with_its_best_answer(outer
     assert sol.report.status == "feasible" and check_solution(inst, sol).feasible
     if outer == "ptas":
         assert "cut short by the time limit" in sol.report.message
-        assert sol.decision["extra"]["stats"]["outer_complete"] is False
+        stats = sol.decision["extra"]["stats"]
+        # the deadline stops the sizing (jobs left unsized are not admitted) or the subset search
+        assert stats.get("unsized", 0) > 0 or stats["outer_complete"] is False
     json.dumps(sol.to_dict(), allow_nan=False)
 
 

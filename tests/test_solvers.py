@@ -102,3 +102,40 @@ def test_export_reads_back_with_the_same_optimum(tmp_path, fmt):
     h.readModel(str(path))
     h.run()
     assert h.getInfo().objective_function_value == pytest.approx(10.5)
+
+
+def test_highs_answers_whatever_thread_counts_follow_each_other_in_one_process():
+    """HiGHS sizes one thread pool per process at its first run and then fails ("Not Set") a run
+    asking for another size: a solve with --threads 2 followed by a one-thread certification or
+    LP once ended in 'error'.  Every HiGHS run resizes the pool when it must."""
+    from mlsched_opt.io import load_instance
+    from mlsched_opt.solvers.highs_lp import ArrayLP
+
+    from .conftest import ROOT
+
+    family = get_family("hetero")
+    inst = load_instance(ROOT / "instances" / "hetero-toy.toml")
+    inf = highspy.kHighsInf
+    lp = ArrayLP([1.0, 1.0], [[1.0, 1.0]], [1.0], [inf], [0.0, 0.0], [inf, inf])
+    values = []
+    for threads in (2, 1, 2, 1):
+        report = family.run(inst, "exact", SolveOptions(threads=threads, certify=False)).report
+        assert report.status == "optimal", (threads, report.message)
+        values.append(report.objective)
+        assert lp.solve().objective == pytest.approx(1.0)
+    assert len(set(values)) == 1
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("start", [{"a": 1, "c": 1}, {"a": 1}, {"a": 3, "b": 3, "c": 3}],
+                         ids=["optimal", "partial", "infeasible"])
+def test_a_start_is_handed_to_the_solver_and_never_changes_the_optimum(solver, start):
+    """``model._start`` (a heuristic answer, maybe partial or even infeasible) reaches HiGHS as a
+    solution and CP-SAT as hints; the proven optimum is the same."""
+    m = knapsack()
+    m._start = [(m.x[k], v) for k, v in start.items()]
+    report = solve(m, SolveOptions(solver=solver, gap=0.0))
+    assert report.status == "optimal" and report.objective == pytest.approx(10.5)
+    assert f"start: {len(start)} " in report.message
+    plain = solve(knapsack(), SolveOptions(solver=solver, gap=0.0))
+    assert "start" not in plain.message

@@ -16,6 +16,7 @@ a sample of those placements, extrapolated to all of them: the ratio is what vec
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 
@@ -24,21 +25,30 @@ import numpy as np
 from mlsched_opt.errors import UserError
 from mlsched_opt.io import from_document, load_catalog
 from mlsched_opt.problems import GenerateSpec, get_family
-from mlsched_opt.problems.harmony.check import _speed
+from mlsched_opt.problems.harmony.check import job_speed
 from mlsched_opt.problems.harmony.exact import exhaustive, static_placements
 from mlsched_opt.problems.harmony.view import view_of
 
 FAMILY = get_family("harmony")
 
 
+def _row(load: np.ndarray, m: int) -> list[float]:
+    return list(load[m])
+
+
 def python_time(view, w, p, sample: int = 200) -> float:
     """Seconds the checker's loops take per placement to compute every job's speed once."""
     idx = np.linspace(0, len(w) - 1, min(sample, len(w))).astype(int)
     start = time.perf_counter()
+    kind = view.jobs.kind.astype(int)
     for b in idx:
-        running = set(range(view.J))
+        wb, pb = np.asarray(w[b]), np.asarray(p[b])
+        # every job runs: the intensity per server and dimension of all their tasks
+        load = wb.T @ view.world.u_worker[kind] + pb.T @ view.world.u_ps[kind]
         for j in range(view.J):
-            _speed(view, j, w[b], p[b], running)
+            tasks_w = {int(m): int(c) for m, c in enumerate(wb[j]) if c}
+            tasks_p = {int(m): int(c) for m, c in enumerate(pb[j]) if c}
+            job_speed(view, j, tasks_w, tasks_p, functools.partial(_row, load))
     return (time.perf_counter() - start) / len(idx)
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..checking import CheckResult, check_for_family
 from ..io.instance import Instance
 from ..io.solution import Solution
-from ..report import BOUND_STATUSES
+from ..report import BOUND_STATUSES, approximation_ratio
 from ..solvers import SolveOptions, SolveReport
 from ..solvers.certify import better
 
@@ -37,20 +37,6 @@ class Row:
             "ratio": None if self.ratio is None or not math.isfinite(self.ratio) else self.ratio,
             "ratio_is_bound": self.ratio_is_bound,
         }
-
-
-def approximation_ratio(value: float, reference: float, sense: str) -> float:
-    """The factor by which ``value`` falls short of ``reference`` (>= 1; 1 means as good).
-
-    ``reference / value`` for maximization, ``value / reference`` for minimization, so that a
-    ratio reads the same way for both senses.  Defined for positive values (every objective of
-    the toolkit is >= 0): when either side is <= 0 and they differ, the ratio is ``inf``, never a
-    number below 1 that would read as "optimal" (a solver's "no bound" of -1e20 once did).
-    """
-    num, den = (reference, value) if sense == "max" else (value, reference)
-    if abs(num - den) <= 1e-9 * max(1.0, abs(num)):
-        return 1.0
-    return math.inf if den <= 0 or num <= 0 else num / den
 
 
 def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], options: Mapping[str, Any],

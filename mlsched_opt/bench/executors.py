@@ -7,7 +7,7 @@ their content does not depend on the executor (one solver thread per task, seeds
 
 ``local``
     :class:`concurrent.futures.ProcessPoolExecutor`, ``workers`` processes (default
-    :func:`usable_cpus`), started from a fork server that has imported the package once.  A worker
+    :func:`~mlsched_opt.clock.usable_cpus`), started from a fork server that has imported the package once.  A worker
     that dies (a segfault in a solver, the kernel's out-of-memory killer) breaks the pool: the
     tasks that were running then run again one per pool, so that the one that kills its worker is
     found and becomes an ``error`` row; the tasks that had not started go on in a new pool.
@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from ..clock import usable_cpus
 from .tasks import Task, error_row, run_task
 
 EXECUTORS = ("local", "dask")
@@ -41,15 +42,6 @@ def _fmt_s(seconds: float) -> str:
     h, rest = divmod(seconds, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def usable_cpus() -> int:
-    """The cores this process may run on (its affinity mask, which ``taskset`` or a container's
-    cpuset narrows; a CPU quota such as ``docker --cpus`` does not show here), not the machine's count."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class Progress:

@@ -11,7 +11,7 @@ every row is in, with the columns only the whole instance decides:
     oracle method's complete enumeration), ``best`` (the best checked answer of the instance
     among the suite's methods: a ratio to the best known, never certified), or ``none``.
 ``ratio``
-    :func:`~mlsched_opt.bench.compare.approximation_ratio`: >= 1, 1 = optimal, for both senses;
+    :func:`~mlsched_opt.report.approximation_ratio`: >= 1, 1 = optimal, for both senses;
     only for answers the checker accepts.  Against an optimum, a value within the reference's
     gap counts as optimal (ratio 1); against a bound, the ratio is an upper bound on the true one.
 ``certified``
@@ -189,8 +189,8 @@ def _dispute_optima(rows: list[dict[str, Any]], sense: str, gap: float) -> None:
 
 
 def _fill_unit(rows: list[dict[str, Any]], reference: str, gap: float) -> None:
+    from ..report import approximation_ratio
     from ..solvers.certify import agree, better
-    from .compare import approximation_ratio
 
     sense = next((r["sense"] for r in rows if r["sense"]), None)
     for r in rows:

@@ -52,7 +52,7 @@ LIMITS: dict[str, tuple[int, str]] = {
     "slots": (10_000, "time slots (time.slots)"),
     "tasks": (100_000, "workers (or parameter servers) of one job: workers/ps count or max"),
     "cells": (20_000_000,
-              "servers x jobs x slots (1 when there is no horizon): the size of a slotted model "
+              "servers x jobs x slots (1 when there is no horizon) of an exact model, checked when it is built "
               "(the whole Alibaba trace, 1,523 x 9,061, fits)"),
 }
 ENV_LIMITS = "MLSCHED_LIMITS"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InstanceError
+from ..errors import InstanceError, OptionError
 from .catalog import Catalog, Workload, load_catalog
 from .files import canonical_json, limits, over_limit, read_document
 from .schema import SchemaViolation, join, load_schema, validate
@@ -301,11 +301,22 @@ def _check_sizes(doc: Mapping[str, Any], file: str | None) -> None:
             most = max(spec.get("count", 0), spec.get("max", 0))
             if most > cap["tasks"]:
                 raise over_limit("tasks", most, f"the {key} count", file, f"jobs[{i}].{key}")
-    cells = total * len(jobs) * (slots or 1)
-    if cells > cap["cells"]:
-        raise over_limit("cells", cells, f"servers x jobs x slots = {total} x {len(jobs)} x {slots or 1}", file,
-                         "time.slots" if slots else "jobs")
 
+
+def check_model_size(instance: Instance, what: str = "the exact model") -> None:
+    """Refuse to build a model of ``servers x jobs x slots`` cells beyond the ``cells`` limit.
+
+    A slotted exact formulation (and the LP relaxation or export built from it) has a variable
+    per (job, server, slot); loading an instance does not (the approximations keep sparse
+    schedules), so this guard is applied where such a model is built, not when the file is read.
+    """
+    cells = len(instance.servers) * len(instance.jobs) * (instance.slots or 1)
+    cap = limits()["cells"]
+    if cells > cap:
+        raise OptionError(f"{what} would have servers x jobs x slots = {len(instance.servers)} x {len(instance.jobs)} x "
+                          f"{instance.slots or 1} = {cells:,} cells, over the limit cells={cap:,} (an approximation method "
+                          f"answers at this size; raise it with `mlsched --limit cells=N ...` or $MLSCHED_LIMITS=cells=N)",
+                          field="--method")
 
 def _unique(names: list[str], where: str, key: str, file: str | None) -> None:
     seen: dict[str, int] = {}

@@ -98,6 +98,7 @@ def read_solution(path: str | Path) -> Solution:
         if value is not None and abs(value) > MAX_REPORTED:
             raise InstanceError(f"must be at most {MAX_REPORTED:g} in magnitude", name, f"report.{key}")
     for key, kind, what in (("wall_s", (int, float), "a number"), ("build_s", (int, float), "a number"),
+                            ("translate_s", (int, float), "a number"),
                             ("solve_s", (int, float), "a number"), ("solver", str, "a string"),
                             ("solver_version", str, "a string"), ("message", str, "a string"),
                             ("certified_by", str, "a string"), ("options", dict, "an object")):

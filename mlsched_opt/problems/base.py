@@ -22,7 +22,7 @@ import pyomo.environ as pyo
 
 from ..checking.core import CheckResult, run_check
 from ..errors import InstanceError, OptionError
-from ..io.instance import Instance
+from ..io.instance import Instance, check_model_size
 from ..io.schema import MAX_NUMBER
 from ..io.solution import Solution
 from ..solvers import SolveOptions, SolveReport, relaxation, solve
@@ -30,6 +30,10 @@ from ..solvers.certify import certify
 from ..tolerances import SAME_VALUE_TOL
 
 Decision = dict[str, Any]
+#: the solvers that take a start (an incumbent or hints) from a family's heuristic answer
+STARTED_SOLVERS = ("highs", "cpsat")
+#: share of the exact solve's time limit its start may take
+START_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,10 @@ class Family:
         the report's objective and the message says so.
     trace
         Optional :class:`TraceImport`: the real traces the family imports (``mlsched import``).
+    start
+        Optional ``(instance, options, model, seconds) -> note``: sets ``model._start`` to
+        (variable, value) pairs of a heuristic answer (a partial one is completed by the solver)
+        within ``seconds``, for the exact solve's start (HiGHS ``setSolution``, CP-SAT hints).
     """
 
     name: str
@@ -246,6 +254,7 @@ class Family:
     train: Callable[..., Any] | None = None
     train_options: tuple[Option, ...] = ()
     trace: TraceImport | None = None
+    start: Callable[[Instance, Mapping[str, Any], pyo.ConcreteModel, float], str] | None = None
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -306,12 +315,20 @@ class Family:
     def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
         start = time.perf_counter()
         deadline = start + solve_options.time_limit
+        check_model_size(instance)
         model = self.build_model(instance, options)
+        start_note = ""
+        if self.start is not None and solve_options.solver in STARTED_SOLVERS:
+            # a heuristic answer as the solver's start: an incumbent from the first second, so a
+            # solve cut short by the limit still returns an answer at least as good as the heuristic
+            start_note = self.start(instance, options, model, START_SHARE * solve_options.time_limit)
         build_s = time.perf_counter() - start
         # the solver gets what is left of the time limit, so that building counts against it too
         left = max(deadline - time.perf_counter(), 0.01)
         report = solve(model, dataclasses.replace(solve_options, time_limit=left), build_s=build_s)
         report = dataclasses.replace(report, options=solve_options.to_dict())
+        if start_note:
+            report.message = "; ".join(filter(None, [start_note, report.message]))
         decision = self.decision_from_model(instance, options, model) if report.has_solution else None
         if decision is not None and self.rescore is not None and report.objective is not None:
             value = self.rescore(instance, options, decision)
@@ -346,6 +363,7 @@ class Family:
         if self.relaxation is not None:
             return self.relaxation(instance, options, solve_options)
         start = time.perf_counter()
+        check_model_size(instance, "the LP relaxation")
         model = self.build_model(instance, options)
         build_s = time.perf_counter() - start
         report = relaxation(model, solve_options)

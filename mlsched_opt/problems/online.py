@@ -16,8 +16,9 @@ one loop, :func:`mlsched_opt.problems.oasis.online.simulate`.
   runs afterwards, and the completion slot follows from the committed plan at the true rates.
   They need the arrival order and nothing of the per-slot ``run``/``completed`` feedback, so they
   use :func:`arrivals_by_slot` and not the loop; routing them through it would only replay their
-  plans.  Their time limit also differs: they stop considering jobs, while an oasis policy is cut
-  short per job and the loop runs on.
+  plans.  Their time limit also differs: past it locality plans every remaining job by a no-LP
+  earliest-fit rule (:func:`.locality.online.earliest_fit`), while an oasis policy is cut short
+  per job (arrivals are rejected) and the loop runs on.
 * harmony's simulator (:mod:`.harmony.simulate`) lives in an interference world: speeds depend
   on who shares a server, so a completion is known only by advancing time event by event inside
   an interval, not by counting work per slot.  Its decisions are per task (a ``Chooser`` picks a

@@ -232,7 +232,8 @@ def _resolve(report: SolveReport, claims: list[Claim], gap: float) -> tuple[Solv
         lead = standing[0]
         note = ("refuted: " + ", ".join(c.label for c in refuted)) if refuted else ""
         # the caller adds the time certification took to solve_s
-        base = dataclasses.replace(lead.report, build_s=report.build_s, solve_s=report.solve_s, options=report.options)
+        base = dataclasses.replace(lead.report, build_s=report.build_s, translate_s=report.translate_s,
+                                   solve_s=report.solve_s, options=report.options)
         message = "; ".join(filter(None, [f"the solvers disagreed ({story})", note,
                                           f"certified: {lead.label} confirmed by {', '.join(c.label for c in standing[1:])}"]))
         return dataclasses.replace(base, message=message, certified_by=", ".join(c.label for c in standing[1:])), lead.decision

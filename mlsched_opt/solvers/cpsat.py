@@ -26,7 +26,7 @@ from pyomo.repn import generate_standard_repn
 
 from ..errors import UserError
 from ..report import SolveOptions
-from .pyomo_run import BackendResult, objective_of
+from .pyomo_run import BackendResult, objective_of, start_of
 
 _MAX_POWER = 6
 _TOL = 1e-9
@@ -176,9 +176,17 @@ def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
     """Back end for :func:`~.pyomo_run.solve`: translate, solve, load values into ``model``."""
     start = time.perf_counter()
     tr = translate(model)
+    start_values = {id(v): value for v, value in start_of(model)}
+    hinted = 0
+    for pvar, cvar in tr.pairs:
+        if id(pvar) in start_values:  # a heuristic answer as CP-SAT hints (a partial one too)
+            tr.model.add_hint(cvar, round(start_values[id(pvar)]))
+            hinted += 1
     prep_s = time.perf_counter() - start
     solver, outcome = run_cpsat(tr.model, options)
     outcome.prep_s = prep_s
+    if hinted:
+        outcome.message = "; ".join(filter(None, [outcome.message, f"start: {hinted} hints from a heuristic answer"]))
     if outcome.has_solution:
         for pvar, cvar in tr.pairs:
             pvar.set_value(solver.value(cvar), skip_validation=True)

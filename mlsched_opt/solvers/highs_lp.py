@@ -16,6 +16,24 @@ from scipy import sparse
 
 INF = highspy.kHighsInf
 
+#: threads of HiGHS's process-wide pool (None until a run sizes it)
+_pool: list[int | None] = [None]
+
+
+def use_threads(h: highspy.Highs, threads: int) -> None:
+    """Set ``threads`` on ``h``, resizing HiGHS's pool first when needed; call before every ``run``.
+
+    HiGHS keeps one thread pool per process, sized by its first run; a later run that asks for
+    another size fails with model status "Not Set" (HiGHS 1.11: a solve with ``--threads 2`` and
+    then a certification or LP with one thread, in one process).  So the pool is reset whenever
+    the size changes.  Not for concurrent runs in threads of one process (a sweep runs one
+    solver thread per task and never changes the size).
+    """
+    if _pool[0] is not None and _pool[0] != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _pool[0] = threads
+    h.setOptionValue("threads", int(threads))
+
 
 @dataclass(frozen=True)
 class LPResult:
@@ -47,7 +65,6 @@ class ArrayLP:
         self.shape = A.shape
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
         h.setOptionValue("presolve", "off")  # tiny LPs; presolve would also discard the warm basis
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: basic solutions
         h.setOptionValue("time_limit", float(time_limit))
@@ -88,12 +105,20 @@ class ArrayLP:
         lo = np.asarray(lo, dtype=float)
         self.highs.changeColsBounds(len(lo), np.arange(len(lo), dtype=np.int32), lo, np.asarray(hi, dtype=float))
 
+    def set_row_bounds(self, row: int, lo: float, hi: float) -> None:
+        self.highs.changeRowBounds(int(row), float(lo), float(hi))
+
+    def clear_basis(self) -> None:
+        """The next solve starts cold (the vertex a fresh model would give, not the warm one)."""
+        self.highs.clearSolver()
+
     def mip_bound(self) -> float:
         """The MIP's best bound after :meth:`solve` (integer models)."""
         return float(self.highs.getInfo().mip_dual_bound)
 
     def solve(self) -> LPResult:
         h = self.highs
+        use_threads(h, 1)
         h.run()
         self.solves += 1
         status = h.getModelStatus()
@@ -107,6 +132,7 @@ class ArrayLP:
         if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
             # the warm basis can mislead; decide from scratch
             h.clearSolver()
+            use_threads(h, 1)
             h.run()
             status = h.getModelStatus()
             if status == highspy.HighsModelStatus.kOptimal:

@@ -10,6 +10,7 @@ the requested one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import time
@@ -37,7 +38,7 @@ class BackendResult:
     bound: float | None
     version: str
     message: str = ""
-    prep_s: float = 0.0  # time spent translating the model, counted as build time
+    prep_s: float = 0.0  # time spent translating the model for the solver (the report's translate_s)
 
 
 Backend = Callable[[pyo.ConcreteModel, SolveOptions], BackendResult]
@@ -71,7 +72,7 @@ def solve(model: pyo.ConcreteModel, options: SolveOptions, build_s: float = 0.0)
     report = SolveReport(
         status="error", objective=objective, bound=bound, sense=sense,
         solver=options.solver, solver_version=outcome.version, options=options.to_dict(),
-        build_s=build_s + outcome.prep_s, solve_s=solve_s - outcome.prep_s, message=outcome.message,
+        build_s=build_s, translate_s=outcome.prep_s, solve_s=solve_s - outcome.prep_s, message=outcome.message,
     )
     report.status = _judge(outcome, report, options)
     return report
@@ -95,13 +96,18 @@ def _judge(outcome: BackendResult, report: SolveReport, options: SolveOptions) -
 # --- HiGHS -------------------------------------------------------------------------------
 
 def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult:
+    import highspy
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition as TC
-    from pyomo.contrib.solver.solvers.highs import Highs
 
-    solver = Highs()
+    from .highs_lp import use_threads
+
+    solver = _started_highs_class()(start_of(model))
     version = ".".join(map(str, solver.version()))
     if not any(True for _ in model.component_data_objects(pyo.Var, active=True)):
         return BackendResult("optimal", True, None, version, "model has no variables")
+    # Pyomo's Highs object is made inside solve(); the process-wide pool is sized here for it
+    pool = highspy.Highs()
+    use_threads(pool, options.threads)
     results = solver.solve(
         model,
         time_limit=options.time_limit,
@@ -121,6 +127,11 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
     has_solution = results.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
     if has_solution:
         results.solution_loader.load_vars()
+    start_note = solver.start_note
+    # Pyomo's wall time less HiGHS's own run time is the translation (and the loading of values)
+    highs_s = getattr(results.timing_info, "highs_time", None)
+    wall_s = getattr(results.timing_info, "wall_time", None)
+    prep_s = max(wall_s - highs_s, 0.0) if isinstance(highs_s, float) and isinstance(wall_s, float) else 0.0
     termination = {
         TC.convergenceCriteriaSatisfied: "optimal",
         TC.maxTimeLimit: "limit",
@@ -134,7 +145,46 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
     }.get(results.termination_condition, "error")
     bound = proven_bound(results.objective_bound)  # HiGHS's "no bound" is inf, or 1e20
     message = "" if termination != "error" else f"HiGHS ended with {results.termination_condition.name}"
-    return BackendResult(termination, has_solution, bound, version, message)
+    return BackendResult(termination, has_solution, bound, version, "; ".join(filter(None, [message, start_note])), prep_s=prep_s)
+
+
+def start_of(model: pyo.ConcreteModel) -> list[tuple[Any, float]]:
+    """The start a family set on its model (``model._start``: (variable, value) pairs from a
+    heuristic answer, maybe partial), for the solvers that take one."""
+    return list(getattr(model, "_start", None) or ())
+
+
+@functools.cache
+def _started_highs_class() -> type:
+    """Made on first use: Pyomo's HiGHS interface imports highspy, which other commands need not pay."""
+    from pyomo.contrib.solver.solvers.highs import Highs
+
+    class StartedHighs(Highs):
+        """Pyomo's HiGHS interface, handing HiGHS a start (``setSolution``) between the translation and
+        the run; HiGHS completes a partial start by a sub-MIP and keeps it if feasible."""
+
+        def __init__(self, start: list[tuple[Any, float]] | None = None, **kwargs: Any):
+            super().__init__(**kwargs)
+            # Pyomo's set_instance calls __init__ again (no start): keep the one given first
+            if start is not None or not hasattr(self, "_mlsched_start"):
+                self._mlsched_start = start or []
+                self.start_note = ""
+
+        def _solve(self):
+            if self._mlsched_start:
+                import numpy as np
+
+                columns = self._pyomo_var_to_solver_var_map
+                pairs = [(columns[id(v)], value) for v, value in self._mlsched_start if id(v) in columns]
+                if pairs:
+                    index = np.array([c for c, _ in pairs], dtype=np.int32)
+                    values = np.array([x for _, x in pairs], dtype=np.float64)
+                    status = self._solver_model.setSolution(len(pairs), index, values)
+                    self.start_note = f"start: {len(pairs)} values from a heuristic answer ({status.name})"
+            return super()._solve()
+
+    return StartedHighs
+
 
 
 # --- any other solver Pyomo's SolverFactory knows ------------------------------------------

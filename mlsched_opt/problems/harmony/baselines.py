@@ -68,11 +68,17 @@ class LeastInterference(Heuristic):
     def score(self, env, j, role):
         view = env.view
         table = pair_table(view.world)
-        kind = view.jobs.kind
-        a = kind[j]
-        tasks = env.w + env.p
-        tasks[j] = 0
-        cost = ((table[a, kind] + table[kind, a])[:, None] * tasks).sum(axis=0) / 2
+        a = view.jobs.kind[j]
+        rows = env.rows()
+        rows = rows[rows != j]
+        # only the jobs holding tasks contribute; np.add.at sums each server's terms in job order,
+        # as the dense sum over all jobs did (the other rows were exact zeros): the same floats
+        tasks = env.w[rows] + env.p[rows]
+        r, m = np.nonzero(tasks)
+        kind = view.jobs.kind[rows[r]]
+        cost = np.zeros(view.M)
+        np.add.at(cost, m, (table[a, kind] + table[kind, a]) * tasks[r, m])
+        cost = cost / 2
         own = env.w[j] + env.p[j]
         # ties (typically empty servers) by locality, then load; both < 1e-3 of one pair's cost
         return cost - 1e-4 * own + 1e-6 * _load(env)
@@ -80,7 +86,8 @@ class LeastInterference(Heuristic):
 
 class Standalone(Heuristic):
     def score(self, env, j, role):
-        others = (env.w + env.p).sum(axis=0) - env.w[j] - env.p[j]
+        rows = env.rows()
+        others = (env.w[rows] + env.p[rows]).sum(axis=0) - env.w[j] - env.p[j]
         own = env.w[j] + env.p[j]
         return np.where(others > 0, 10.0, 0.0) - 1.0 * (own > 0) + 0.01 * _load(env)
 

@@ -2,7 +2,14 @@
 
 Uses the instance's view (job types, counts, demands, work) and the world's parameters, and
 none of the simulator, search or policy code: the spec section 3 speed formulas are written out
-again here, task by task with plain loops, and the trace is replayed event by event.
+again here, host by host with plain loops, and the trace is replayed event by event.
+
+The replay costs O(size log size): placements are kept sparse (a job's servers only), every
+server keeps the set of jobs running on it, an event (a start interval or a finish) recomputes
+the speeds of the jobs sharing a server with the jobs that started or finished only, and the next
+finish comes from a heap of projected finish times (stale entries carry an old version and are
+skipped).  Capacity is checked at each start interval on the servers a job started on and the
+servers over capacity at the previous check: a server's use only grows when a job starts there.
 
 A decision is ``{"placement": {id: {"workers": {server: n}, "ps": {server: n}}}, "start": {id: k}}``:
 one placement per job (a job is never migrated: the format has no second placement), which
@@ -20,8 +27,9 @@ task counts, including absurdly large ones), ``arrival``, ``simultaneous``, ``ca
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -46,8 +54,9 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     unknown_jobs(result, instance, [k for k in placement if isinstance(k, str)], "placement")
     unknown_jobs(result, instance, [k for k in starts if isinstance(k, str)], "start")
     index = {name: m for m, name in enumerate(view.servers)}
-    w = np.zeros((view.J, view.M), int)
-    p = np.zeros((view.J, view.M), int)
+    # sparse placements: per job {server index: count}, per role
+    w: list[dict[int, int]] = [{} for _ in range(view.J)]
+    p: list[dict[int, int]] = [{} for _ in range(view.J)]
     start = np.full(view.J, -1)
     for i, job in enumerate(instance.jobs):
         entry = placement.get(job.id)
@@ -74,7 +83,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         elif k < view.arrival[i]:
             result.add("arrival", f"start.{job.id}", f"starts in interval {k} before it arrives ({view.arrival[i]})")
         start[i] = k
-        for task, key, arr, want in (("worker", "workers", w, int(view.jobs.W[i])), ("ps", "ps", p, int(view.jobs.P[i]))):
+        for task, key, counts, want in (("worker", "workers", w[i], int(view.jobs.W[i])), ("ps", "ps", p[i], int(view.jobs.P[i]))):
             raw = entry.get(key)
             if raw is not None and not isinstance(raw, Mapping):
                 result.add("type", f"{where}.{key}", f"must be an object {{server: count}}, got {type(raw).__name__}")
@@ -83,12 +92,12 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             for name, n in read_counts(result, instance, job, task, raw, f"{where}.{key}").items():
                 got += n   # Python ints: a count of 2**70 is just a wrong count
                 if got <= want:
-                    arr[i, index[name]] = n
+                    counts[index[name]] = n
             if got != want:
                 result.add("gang", f"{where}.{key}", f"places {_show(got)} {key}, the job has exactly {want}")
     if not result.feasible:
         return
-    finish = _replay(view, w, p, start, result)
+    finish = _Replay(view, w, p).run(start, result)
     if finish is not None:
         result.objective = float(np.mean(finish / view.slot_s - view.arrival))
 
@@ -107,87 +116,157 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _replay(view: HarmonyView, w: np.ndarray, p: np.ndarray, start: np.ndarray, result: CheckResult) -> np.ndarray | None:
-    remaining = view.samples.astype(float).copy()
-    finish = np.full(view.J, np.nan)
-    running: set[int] = set()
-    t = 0.0
-    for k in sorted({int(x) for x in start}):
-        t = _run_until(view, w, p, running, remaining, finish, t, k * view.slot_s)
-        running |= {j for j in range(view.J) if start[j] == k}
-        _capacity(view, w, p, running, k, result)
-    _run_until(view, w, p, running, remaining, finish, t, math.inf)
-    return finish if result.feasible else None
+class _Replay:
+    """The trace under a fixed placement, event by event (see the module docstring for the cost).
 
+    ``w[j]``, ``p[j]``: job ``j``'s workers and PSs per server index (non-zero entries only).
+    A job's progress is kept as (remaining samples at ``since``, speed since then); only a change
+    of its co-runners moves ``since``.
+    """
 
-def _run_until(view, w, p, running, remaining, finish, t, end) -> float:
-    while running and t < end:
-        load = _pressures(view, w, p, running)
-        v = {j: _speed(view, j, w, p, running, load) for j in running}
-        dt = min(remaining[j] / v[j] for j in running)
-        if dt >= end - t:
-            dt, t_next = end - t, end
-        else:
-            t_next = t + dt
-        for j in running:
-            remaining[j] -= v[j] * dt
-        t = t_next
-        for j in [j for j in running if remaining[j] <= DONE_TOL * view.samples[j]]:
-            running.discard(j)
-            finish[j] = t
-    return t if running else max(t, end)
+    def __init__(self, view: HarmonyView, w: list[dict[int, int]], p: list[dict[int, int]]):
+        self.view = view
+        self.w, self.p = w, p
+        self.hosts = [sorted(set(w[j]) | set(p[j])) for j in range(view.J)]
+        self.on: dict[int, set[int]] = {}          # server -> running jobs with a task there
+        self.loads: dict[int, list[float]] = {}    # server -> pressure per dimension (valid while its jobs are unchanged)
+        self.remaining = view.samples.astype(float).copy()
+        self.since = np.zeros(view.J)
+        self.speed = np.zeros(view.J)
+        self.version = np.zeros(view.J, int)
+        self.running: set[int] = set()
+        self.finish = np.full(view.J, np.nan)
+        self.zero: list[tuple[float, int, int]] = []   # (time remaining reaches 0, version, job)
+        self.done: list[tuple[float, int, int]] = []   # (time remaining reaches DONE_TOL * samples, version, job)
 
+    def run(self, start: np.ndarray, result: CheckResult) -> np.ndarray | None:
+        slot = self.view.slot_s
+        order = np.argsort(start, kind="stable")
+        over: set[int] = set()
+        t, n = 0.0, 0
+        while n < len(order):
+            k = int(start[order[n]])
+            group = []
+            while n < len(order) and start[order[n]] == k:
+                group.append(int(order[n]))
+                n += 1
+            t = self._run_until(t, k * slot)
+            touched = self._add(group, t)
+            over = self._capacity(sorted(touched | over), k, result)
+        self._run_until(t, math.inf)
+        return self.finish if result.feasible else None
 
-def _capacity(view: HarmonyView, w, p, running, k: int, result: CheckResult) -> None:
-    for m in range(view.M):
-        for r, name in enumerate(view.resources):
-            use = sum(w[j, m] * view.worker_demand[j, r] + p[j, m] * view.ps_demand[j, r] for j in running)
-            if use > view.capacity[m, r] * (1 + CHECK_TOL) + CHECK_TOL:
-                result.add("capacity", f"interval {k}, {view.servers[m]}, {name}", f"uses {use:g} > capacity {view.capacity[m, r]:g}")
+    # --- events ------------------------------------------------------------------------------------------
 
+    def _add(self, group: list[int], t: float) -> set[int]:
+        touched: set[int] = set()
+        for j in group:
+            self.running.add(j)
+            for m in self.hosts[j]:
+                self.on.setdefault(m, set()).add(j)
+                touched.add(m)
+        self._changed(touched, t)
+        return touched
 
-def _pressures(view: HarmonyView, w, p, running) -> list[list[float]]:
-    """Total intensity per server and contention dimension of the running tasks (computed once per
-    event, so a replay costs O(J^2 M), not O(J^3 M))."""
-    world = view.world
-    load = [[0.0] * 4 for _ in range(view.M)]
-    for k in running:
-        kind = view.jobs.kind[k]
-        for m in range(view.M):
-            if w[k, m] or p[k, m]:
+    def _changed(self, servers: set[int], t: float) -> None:
+        """The jobs on ``servers`` changed at time ``t``: new speeds for every job running there."""
+        for m in servers:
+            self.loads.pop(m, None)
+        affected = sorted({j for m in servers for j in self.on.get(m, ())})
+        for j in affected:
+            self.remaining[j] -= self.speed[j] * (t - self.since[j])
+            self.since[j] = t
+            v = self.speed[j] = self._speed(j)
+            self.version[j] += 1
+            heapq.heappush(self.zero, (t + self.remaining[j] / v, int(self.version[j]), j))
+            heapq.heappush(self.done, (t + (self.remaining[j] - DONE_TOL * self.view.samples[j]) / v, int(self.version[j]), j))
+
+    def _run_until(self, t: float, end: float) -> float:
+        while self.running and t < end:
+            z = self._peek(self.zero)
+            t = z if z < end else end
+            finished = []
+            while self.done and self.done[0][0] <= t:
+                _, version, j = heapq.heappop(self.done)
+                if version == self.version[j] and j in self.running:
+                    finished.append(j)
+            touched: set[int] = set()
+            for j in finished:
+                self.running.discard(j)
+                self.finish[j] = t
+                self.version[j] += 1   # its heap entries are stale now
+                for m in self.hosts[j]:
+                    self.on[m].discard(j)
+                    touched.add(m)
+            self._changed(touched, t)
+        return t if self.running else max(t, end)
+
+    def _peek(self, heap: list[tuple[float, int, int]]) -> float:
+        while heap:
+            time_, version, j = heap[0]
+            if version == self.version[j] and j in self.running:
+                return time_
+            heapq.heappop(heap)
+        return math.inf
+
+    # --- capacity and speeds -------------------------------------------------------------------------------
+
+    def _capacity(self, servers: list[int], k: int, result: CheckResult) -> set[int]:
+        view = self.view
+        over = set()
+        for m in servers:
+            jobs = sorted(self.on.get(m, ()))
+            for r, name in enumerate(view.resources):
+                use = sum(self.w[j].get(m, 0) * view.worker_demand[j, r] + self.p[j].get(m, 0) * view.ps_demand[j, r]
+                          for j in jobs)
+                if use > view.capacity[m, r] * (1 + CHECK_TOL) + CHECK_TOL:
+                    result.add("capacity", f"interval {k}, {view.servers[m]}, {name}", f"uses {use:g} > capacity {view.capacity[m, r]:g}")
+                    over.add(m)
+        return over
+
+    def _load(self, m: int) -> list[float]:
+        """Total intensity per contention dimension of the tasks running on server ``m``."""
+        load = self.loads.get(m)
+        if load is None:
+            world, kind = self.view.world, self.view.jobs.kind
+            load = [0.0] * 4
+            for k in sorted(self.on.get(m, ())):
+                wk, pk = self.w[k].get(m, 0), self.p[k].get(m, 0)
                 for r in range(4):
-                    load[m][r] += w[k, m] * world.u_worker[kind, r] + p[k, m] * world.u_ps[kind, r]
-    return load
+                    load[r] += wk * world.u_worker[kind[k], r] + pk * world.u_ps[kind[k], r]
+            self.loads[m] = load
+        return load
+
+    def _speed(self, j: int) -> float:
+        return job_speed(self.view, j, self.w[j], self.p[j], self._load)
 
 
-def _speed(view: HarmonyView, j: int, w, p, running, load: list[list[float]] | None = None) -> float:
-    """Samples/s of job ``j`` (spec section 3), one worker host at a time."""
+def job_speed(view: HarmonyView, j: int, w: Mapping[int, int], p: Mapping[int, int], load: Callable[[int], list[float]]) -> float:
+    """Samples/s of job ``j`` (spec section 3), one worker host at a time; ``w``, ``p``: its tasks
+    per server, ``load(m)``: the total intensity per dimension of every running task on ``m``."""
     world = view.world
     kind, W, P, is_ps = int(view.jobs.kind[j]), int(view.jobs.W[j]), int(view.jobs.P[j]), bool(view.jobs.is_ps[j])
     s = world.s[kind]
-    if load is None:
-        load = _pressures(view, w, p, running)
 
     def g(x: float) -> float:
         return x + world.kappa * max(0.0, x - 1.0) ** 2
 
-    def pressure(m: int, r: int) -> float:
-        return load[m][r]
-
     def other_net(m: int) -> float:
-        own = w[j, m] * world.u_worker[kind, 3] + p[j, m] * world.u_ps[kind, 3]
-        return load[m][3] - own
+        own = w.get(m, 0) * world.u_worker[kind, 3] + p.get(m, 0) * world.u_ps[kind, 3]
+        return load(m)[3] - own
 
-    hosts = [m for m in range(view.M) if w[j, m] > 0]
+    hosts = sorted(m for m, n in w.items() if n > 0)
+    ps_hosts = sorted(m for m, n in p.items() if n > 0)
     worst = 0.0
     for m in hosts:
-        o = [pressure(m, r) - world.u_worker[kind, r] for r in range(4)]
+        pressure = load(m)
+        o = [pressure[r] - world.u_worker[kind, r] for r in range(4)]
         comp = world.t_comp[kind] * (1 + sum(s[r] * g(o[r]) for r in range(3)))
         if is_ps:
-            f_rem = (P - p[j, m]) / P
-            remote = sum(w[j, h] * (P - p[j, h]) / P for h in range(view.M))
+            f_rem = (P - p.get(m, 0)) / P
+            remote = sum(w[h] * (P - p.get(h, 0)) / P for h in hosts)
             fan = math.sqrt(max(1.0, remote / P))
-            onet = max([other_net(m)] + [other_net(h) for h in range(view.M) if p[j, h] > 0])
+            onet = max([other_net(m)] + [other_net(h) for h in ps_hosts])
         else:
             f_rem = 1.0 if len(hosts) > 1 else 0.0
             fan = 1.0

@@ -266,39 +266,88 @@ class Myopic(LoadBalance):
         self.plan.pop(j, None)
 
     def _plan(self, env: Env, group: list[int]) -> None:
-        view = self.view
         while group:
-            best = self._search(env, group)
-            if best is not None:
+            found = self._search(env, group)
+            if found is not None:
+                servers, best = found
                 for j, (wj, pj) in zip(group, best):
-                    self.plan[j] = [("ps", int(m)) for m in np.repeat(np.arange(view.M), pj)] + \
-                                   [("worker", int(m)) for m in np.repeat(np.arange(view.M), wj)]
+                    self.plan[j] = [("ps", int(m)) for m in np.repeat(servers, pj)] + \
+                                   [("worker", int(m)) for m in np.repeat(servers, wj)]
                 return
             group = group[:-1]
 
     def _search(self, env: Env, group: list[int]):
+        """The best joint placement of ``group`` as ``(servers, [(w, p) per job over servers])``, or
+        ``None`` when the search is too large.  Every server takes part while each job's count
+        vectors are few; on a large cluster the candidates are the occupied servers and, per
+        capacity, as many empty servers as the group has tasks (empty servers of one capacity are
+        interchangeable: the same speeds and the same fit), which loses no score."""
         view = self.view
+        servers = np.arange(view.M)
+        if not self._enumerable(group, len(servers)):
+            servers = _candidate_servers(view, env, sum(int(view.jobs.W[j] + view.jobs.P[j]) for j in group))
+            if not self._enumerable(group, len(servers)):
+                return None
+        free = env.free[servers]
         opts = []
         size = 1.0
         for j in group:
-            ow, op = job_options(int(view.jobs.W[j]), int(view.jobs.P[j]), view.M, env.free, view.worker_demand[j], view.ps_demand[j])
+            ow, op = job_options(int(view.jobs.W[j]), int(view.jobs.P[j]), len(servers), free, view.worker_demand[j], view.ps_demand[j])
             opts.append((ow, op))
             size *= len(ow)
-        if size == 0 or size > self.max_product:
+        if size == 0 or size > self.max_product or size * len(group) * len(servers) > MYOPIC_WORK:
             return None
-        M = view.M
+        M = len(servers)
         w, p, used = _empty_product(M, view.capacity.shape[1])
         for j, (ow, op) in zip(group, opts):
-            w, p, used = _extend(w, p, used, ow, op, view.worker_demand[j], view.ps_demand[j], env.free)
+            w, p, used = _extend(w, p, used, ow, op, view.worker_demand[j], view.ps_demand[j], free)
         if len(w) == 0:
             return None
         running = np.flatnonzero(env.running)
+        if len(w) * (len(running) + len(group)) * M > MYOPIC_WORK:
+            return None
         idx = np.concatenate([running, group]).astype(int)
-        W = np.concatenate([np.broadcast_to(env.w[running], (len(w), len(running), M)), w], axis=1)
-        P = np.concatenate([np.broadcast_to(env.p[running], (len(w), len(running), M)), p], axis=1)
-        score = (speeds(view.world, view.jobs.take(idx), W, P) / self.alone[idx]).sum(axis=1)
-        k = int(np.argmax(score))
-        return list(zip(w[k], p[k]))
+        # running tasks sit on occupied servers only, all of them candidates: the dropped columns are zero
+        run_w, run_p = env.w[running][:, servers], env.p[running][:, servers]
+        chunk = max(1, int(MYOPIC_CELLS // ((len(running) + len(group)) * M)))
+        best_k, best = 0, -np.inf
+        for lo in range(0, len(w), chunk):   # bounded memory; strict > keeps the first maximum, as one argmax
+            hi = min(len(w), lo + chunk)
+            W = np.concatenate([np.broadcast_to(run_w, (hi - lo, len(running), M)), w[lo:hi]], axis=1)
+            P = np.concatenate([np.broadcast_to(run_p, (hi - lo, len(running), M)), p[lo:hi]], axis=1)
+            score = (speeds(view.world, view.jobs.take(idx), W, P) / self.alone[idx]).sum(axis=1)
+            k = int(np.argmax(score))
+            if score[k] > best:
+                best_k, best = lo + k, float(score[k])
+        return servers, list(zip(w[best_k], p[best_k]))
+
+    def _enumerable(self, group: list[int], M: int) -> bool:
+        """Whether every job's raw count vectors over ``M`` servers stay small (memory of :func:`job_options`)."""
+        view = self.view
+        for j in group:
+            nw = math.comb(int(view.jobs.W[j]) + M - 1, M - 1)
+            npv = math.comb(int(view.jobs.P[j]) + M - 1, M - 1)
+            if max(nw, npv) > MAX_VECTORS or nw * npv * M > MYOPIC_CELLS:
+                return False
+        return True
+
+
+#: myopic: (placements x jobs x servers) evaluated at once (about 250 bytes each in the speed formula)
+MYOPIC_CELLS = 2e6
+#: myopic: the most (placements x jobs x servers) one search may build or evaluate in all (memory and
+#: time: about a second); a larger search is skipped (a smaller group, else load balancing)
+MYOPIC_WORK = 2e7
+
+
+def _candidate_servers(view: HarmonyView, env: Env, tasks: int) -> np.ndarray:
+    """The servers with any task on them, and the first ``tasks`` empty servers of each capacity (ascending)."""
+    empty = np.all(np.abs(env.free - view.capacity) <= 0, axis=1)
+    keep = ~empty
+    _, cls = np.unique(view.capacity, axis=0, return_inverse=True)
+    cls = np.asarray(cls).ravel()
+    for c in np.unique(cls[empty]):
+        keep[np.flatnonzero(empty & (cls == c))[:tasks]] = True
+    return np.flatnonzero(keep)
 
 
 # --- starts = any: placements and start intervals --------------------------------------------------------

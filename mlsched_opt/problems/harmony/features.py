@@ -33,11 +33,13 @@ def context_width(L: int) -> int:
     return L + 9
 
 
-def _by_type(view: HarmonyView, counts: np.ndarray, exclude: int | np.ndarray) -> np.ndarray:
-    """Per server, the task counts of the other jobs summed by type: (M, L), or (n, M, L) for many ``exclude``."""
+def _by_type(view: HarmonyView, counts: np.ndarray, exclude: int | np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per server, the task counts of the other jobs summed by type: (M, L), or (n, M, L) for many
+    ``exclude``; ``rows``: the jobs that may hold tasks (the others' rows are zero), default all."""
     L = len(view.world.types)
     onehot = np.eye(L)[view.jobs.kind]                     # (J, L)
-    total = counts.T @ onehot                               # (M, L)
+    # integer counts: the sum is exact whichever rows it runs over
+    total = counts.T @ onehot if rows is None else counts[rows].T @ onehot[rows]   # (M, L)
     if np.ndim(exclude) == 0:
         return total - np.outer(counts[exclude], onehot[exclude])
     ex = np.asarray(exclude)
@@ -49,10 +51,11 @@ def policy_state(env: Env, j: int, role: str, mask: np.ndarray, length: float) -
     view = env.view
     L = len(view.world.types)
     cap = np.maximum(view.capacity, 1e-12)
+    rows = env.rows()
     servers = np.concatenate([
         env.free / cap,
-        _by_type(view, env.w, j) / TASKS_PER_SERVER,
-        _by_type(view, env.p, j) / TASKS_PER_SERVER,
+        _by_type(view, env.w, j, rows) / TASKS_PER_SERVER,
+        _by_type(view, env.p, j, rows) / TASKS_PER_SERVER,
         env.w[j][:, None] / W_MAX,
         env.p[j][:, None] / P_MAX,
         mask[:, None].astype(float),

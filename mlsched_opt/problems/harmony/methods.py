@@ -27,12 +27,20 @@ MYOPIC_GUARANTEE = "none: each interval's placement maximizes the sum of normali
 DRL_GUARANTEE = "none: a learned policy (spec 2); its gap to exact is measured by the suite benchmarks/harmony_exact.toml"
 
 
+#: share of the time limit after which an anytime method hands the jobs still unplaced to
+#: standalone-first, so that the rest of the simulation fits in the time left
+HANDOVER_SHARE = 0.6
+
+
 def _outcome_result(view: HarmonyView, outcome: HarmonyRun, name: str, options: Mapping[str, Any], elapsed: float,
                     message: str = "") -> MethodResult:
     avg = float(outcome.jct(view).mean())
     extra = f"{outcome.decisions} jobs placed in {len(outcome.rewards)} intervals"
     if outcome.fallbacks:
         extra += f"; {outcome.fallbacks} started by the empty-cluster fallback"
+    if outcome.cut_interval is not None:
+        extra += (f"; cut short by the time limit in interval {outcome.cut_interval}: the last {outcome.cut_placed} jobs "
+                  "were placed by standalone-first")
     report = heuristic_report("min", avg, elapsed, name, options, "; ".join(filter(None, [message, extra])))
     return MethodResult(report, outcome.decision(view))
 
@@ -46,12 +54,18 @@ def simulating_view(instance: Instance, options: Mapping[str, Any]) -> HarmonyVi
 
 
 def run_outcome(view: HarmonyView, chooser: Chooser, name: str, options: Mapping[str, Any], solve_options: SolveOptions,
-                note: str = "") -> MethodResult:
+                note: str = "", anytime: bool = False, began: float | None = None) -> MethodResult:
     """Simulate under ``chooser`` within the time limit and report; under ``starts=simultaneous``
-    a run that had to delay a job has no decision the checker accepts: status ``failed``."""
+    a run that had to delay a job has no decision the checker accepts: status ``failed``.
+
+    ``anytime``: after :data:`HANDOVER_SHARE` of the time limit the jobs still unplaced go to
+    standalone-first (a slow chooser cut short still answers; the message says so).  ``began``:
+    when the method started (its setup counts against the limit too)."""
     start = time.perf_counter()
+    limit = max(0.0, solve_options.time_limit - (start - (began if began is not None else start)))
     try:
-        outcome = simulate(view, chooser, time_limit=solve_options.time_limit)
+        outcome = simulate(view, chooser, time_limit=limit, fallback=make_heuristic("standalone") if anytime else None,
+                           switch_s=HANDOVER_SHARE * limit if anytime else None)
     except TimeLimitReached as stop:
         report = SolveReport("time-limit-no-solution", None, None, "min", name, "mlsched-opt", dict(options),
                              solve_s=time.perf_counter() - start, message=f"{stop}; no complete placement")
@@ -77,7 +91,11 @@ def heuristic(name: str):
     return run_chooser(lambda view, options, so: make_heuristic(name, so.seed), name)
 
 
-run_myopic = run_chooser(lambda view, options, so: Myopic(view, group=int(options.get("group", 3))), "myopic")
+def run_myopic(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    began = time.perf_counter()
+    view = simulating_view(instance, options)
+    return run_outcome(view, Myopic(view, group=int(options.get("group", 3))), "myopic", options, solve_options,
+                       anytime=True, began=began)
 
 
 def run_exact(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
@@ -119,30 +137,58 @@ def standalone_bound(instance: Instance, options: Mapping[str, Any], solve_optio
     Our design (issue 21); not in spec 004.
     """
     start = time.perf_counter()
+    deadline = start + solve_options.time_limit
     view = view_of(instance, options, require_fit=False)
     name = "standalone lower bound"
     if not monotone_world(view.world):
         return SolveReport("failed", None, None, "min", name, "mlsched-opt", dict(options),
                            message="no bound: in this world co-location can speed a job up")
-    reason = misfit_reason(view)
-    if reason:
-        return SolveReport("infeasible", None, None, "min", name, "mlsched-opt", dict(options), message=reason)
-    cap = view.capacity.max(axis=0)
-    j = view.jobs
-    speed = np.array([standalone_speed(view.world, int(j.kind[i]), bool(j.is_ps[i]), int(j.W[i]), int(j.P[i]), view.M,
-                                       cap, view.worker_demand[i], view.ps_demand[i]) for i in range(view.J)])
+    try:
+        reason = misfit_reason(view, deadline)
+        if reason:
+            return SolveReport("infeasible", None, None, "min", name, "mlsched-opt", dict(options), message=reason)
+        speed = _best_speeds(view, deadline)
+    except TimeoutError:
+        return SolveReport("time-limit-no-solution", None, None, "min", name, "mlsched-opt", dict(options),
+                           solve_s=time.perf_counter() - start, message="time limit before every job's standalone speed")
     value = float(np.mean(view.samples / (speed * view.slot_s))) if view.J else 0.0
     return SolveReport("optimal", value, value, "min", name, "mlsched-opt", dict(options), solve_s=time.perf_counter() - start,
                        message="every job alone from its arrival at its best placement (a lower bound, not a schedule)")
 
 
-def misfit_reason(view: HarmonyView) -> str | None:
-    """Why some job fits no placement on the empty cluster (exact enumeration of its count vectors), or ``None``."""
+def _best_speeds(view: HarmonyView, deadline: float) -> np.ndarray:
+    """Every job's speed alone at its best placement on servers of the componentwise largest
+    capacity (cached per job shape: a few enumerations however many jobs)."""
+    cap = view.capacity.max(axis=0)
+    j = view.jobs
+    speed = np.empty(view.J)
     for i in range(view.J):
-        ow, _ = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, view.capacity, view.worker_demand[i], view.ps_demand[i])
-        if len(ow) == 0:
-            return (f"job {view.ids[i]}: {int(view.jobs.W[i])} workers and {int(view.jobs.P[i])} PSs fit no placement "
-                    "on the empty cluster")
+        if time.perf_counter() > deadline:
+            raise TimeoutError
+        speed[i] = standalone_speed(view.world, int(j.kind[i]), bool(j.is_ps[i]), int(j.W[i]), int(j.P[i]), view.M,
+                                    cap, view.worker_demand[i], view.ps_demand[i])
+    return speed
+
+
+def misfit_reason(view: HarmonyView, deadline: float | None = None) -> str | None:
+    """Why some job fits no placement on the empty cluster (exact enumeration of its count vectors), or ``None``.
+
+    Exact on a reduced cluster: a job's W + P tasks use at most W + P servers, and servers of the
+    same capacity are interchangeable on the empty cluster, so keeping min(count, W + P) servers
+    of each capacity loses no placement.  One enumeration per job shape (W, P, demands)."""
+    caps, counts = np.unique(view.capacity, axis=0, return_counts=True)
+    seen: dict[tuple, bool] = {}
+    for i in range(view.J):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise TimeoutError
+        W, P = int(view.jobs.W[i]), int(view.jobs.P[i])
+        key = (W, P, view.worker_demand[i].tobytes(), view.ps_demand[i].tobytes())
+        if key not in seen:
+            reduced = np.repeat(caps, np.minimum(counts, W + P), axis=0)
+            ow, _ = job_options(W, P, len(reduced), reduced, view.worker_demand[i], view.ps_demand[i])
+            seen[key] = len(ow) > 0
+        if not seen[key]:
+            return f"job {view.ids[i]}: {W} workers and {P} PSs fit no placement on the empty cluster"
     return None
 
 
@@ -209,9 +255,15 @@ def counts_from_decision(view: HarmonyView, decision: Mapping[str, Any]) -> tupl
 def run_drl(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     from .policy import load_policy, torch
 
+    began = time.perf_counter()
     view = simulating_view(instance, options)
     policy = load_policy(options.get("model") or None, view)
-    # --threads, not torch's default of every core: a forward pass of this small network per
-    # decision is 10-12x slower when its threads contend for the cores
-    torch.set_num_threads(max(1, solve_options.threads))
-    return run_outcome(view, policy.chooser(view, greedy=True), "drl", options, solve_options, f"model {policy.path}")
+    # one thread, not torch's default of every core: a forward pass of this small network per
+    # decision is 10-12x slower when its threads contend for the cores; the caller's value returns after
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return run_outcome(view, policy.chooser(view, greedy=True), "drl", options, solve_options, f"model {policy.path}",
+                           anytime=True, began=began)
+    finally:
+        torch.set_num_threads(threads)

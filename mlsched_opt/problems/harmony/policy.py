@@ -107,7 +107,8 @@ class Step:
 
 @dataclass
 class PolicyChooser:
-    """A policy as a simulator chooser; ``log`` collects the steps taken (for training)."""
+    """A policy as a simulator chooser; ``log`` collects the steps taken (for training; with
+    ``record`` false it stays empty: a state per task is 0.1 MB on a 549-server cluster)."""
 
     net: Any
     view: HarmonyView
@@ -115,6 +116,7 @@ class PolicyChooser:
     omega: float = 0.0
     seed: int = 0
     log: list[Step] = field(default_factory=list)
+    record: bool = True
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
@@ -140,7 +142,8 @@ class PolicyChooser:
             else:
                 prob = np.exp(z - z.max()) * mask
                 action = int(self.rng.choice(len(prob), p=prob / prob.sum()))
-        self.log.append(Step(servers, context, mask.copy(), action, env.interval))
+        if self.record:
+            self.log.append(Step(servers, context, mask.copy(), action, env.interval))
         return action
 
     def end_job(self, env: Env, j: int, placed: bool) -> None:
@@ -174,7 +177,7 @@ class LoadedPolicy:
     meta: dict
 
     def chooser(self, view: HarmonyView, greedy: bool = True, seed: int = 0) -> PolicyChooser:
-        return PolicyChooser(self.net, view, greedy=greedy, seed=seed)
+        return PolicyChooser(self.net, view, greedy=greedy, seed=seed, record=False)
 
 
 def save_policy(path: str | Path, net: Any, types: tuple[str, ...], meta: dict) -> None:

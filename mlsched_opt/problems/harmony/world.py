@@ -168,6 +168,61 @@ def speeds(world: World, jobs: Jobs, w: np.ndarray, p: np.ndarray) -> np.ndarray
     return jobs.W * world.batch[jobs.kind] / T
 
 
+def sparse_speeds(world: World, jobs: Jobs, w: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """:func:`speeds` of one placement (``w``, ``p``: (J, M)) from its non-zero entries only:
+    O(entries) instead of O(J M), bit for bit the same numbers.
+
+    Why the same: every elementwise formula is written as in :func:`step_times`; the server totals
+    are summed job by job in job order (``np.add.at`` applies its entries in order, as numpy's
+    reduction over the job axis does, and the skipped terms are exact zeros); the remote count
+    adds multiples of 1/2 (exact in any order); the other reductions are maxima.
+    """
+    rows, cols = np.nonzero((w != 0) | (p != 0))   # row-major: job order within every server
+    J = len(jobs)
+    if J == 0:
+        return np.zeros(0)
+    kind = jobs.kind[rows]
+    wv = w[rows, cols].astype(float)
+    pv = p[rows, cols].astype(float)
+    uw, up, s = world.u_worker[kind], world.u_ps[kind], world.s[kind]
+    own = wv[:, None] * uw + pv[:, None] * up                          # (E, 4)
+    servers, col = np.unique(cols, return_inverse=True)
+    total = np.zeros((len(servers), 4))
+    np.add.at(total, col, own)
+    pressure = total[col] - uw
+    gp = world.g(pressure)
+    comp = world.t_comp[kind] * (1.0 + (s[:, :3] * gp[:, :3]).sum(-1))
+
+    other_net = (total[col] - own)[:, NET]
+    hosts = wv > 0
+    P = np.maximum(jobs.P, 1.0)[rows]
+    ps_net = np.full(J, -np.inf)
+    np.maximum.at(ps_net, rows[pv > 0], other_net[pv > 0])
+    f_rem_ps = (P - pv) / P
+    remote = np.zeros(J)
+    np.add.at(remote, rows, wv * f_rem_ps)
+    fan_ps = np.sqrt(np.maximum(1.0, remote[rows] / P))
+    onet_ps = np.maximum(other_net, ps_net[rows])
+    spans = np.bincount(rows[hosts], minlength=J) > 1
+    f_rem_ar = spans[rows].astype(float)
+    host_net = np.full(J, -np.inf)
+    np.maximum.at(host_net, rows[hosts], other_net[hosts])
+    onet_ar = host_net[rows]
+    is_ps = jobs.is_ps[rows]
+    f_rem = np.where(is_ps, f_rem_ps, f_rem_ar)
+    fan = np.where(is_ps, fan_ps, 1.0)
+    onet = np.maximum(np.where(is_ps, onet_ps, onet_ar), 0.0)
+
+    t_loc = world.t_loc[kind]
+    t_rem = world.t_rem[kind]
+    comm = ((1.0 - f_rem) * t_loc * (1.0 + s[:, PCIE] * gp[:, PCIE])
+            + f_rem * t_rem * fan * (1.0 + s[:, NET] * world.g(onet)))
+    T = np.full(J, -np.inf)
+    np.maximum.at(T, rows[hosts], (comp + comm)[hosts])
+    T = np.where(np.isfinite(T), T, np.inf)
+    return jobs.W * world.batch[jobs.kind] / T
+
+
 _CACHE: dict[tuple[int, Hashable], tuple[World, Any]] = {}
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...errors import OptionError
 from ...io.solution import plain
-from .timing import batch_split, fair_share_jct, fairness, jct
+from .timing import batch_split, fair_share_jct, fairness, jct, jct_rows
 from .view import HeteroView
 
 #: Refuse to enumerate more configurations per job than this (the exact model would not build).
@@ -58,7 +58,8 @@ def ranged_table(view: HeteroView, comm: str, split: str = "proportional") -> tu
 
 class JctTable:
     """``J_i(n)`` for every job and every class-count vector, computed once (vectorized) when the
-    cluster has at most :data:`TABLE_LIMIT` vectors, else memoized per (job, vector)."""
+    cluster has at most :data:`TABLE_LIMIT` vectors, else per call, vectorized, for the jobs whose
+    vector differs from the previous call's."""
 
     TABLE_LIMIT = 200_000
 
@@ -67,7 +68,7 @@ class JctTable:
         size = vector_count(view.counts)
         self.radix = radix(view.counts)
         self.table: np.ndarray | None = None
-        self.memo: dict[tuple[int, bytes], float] = {}
+        self._last: tuple[np.ndarray, np.ndarray] | None = None
         if size <= self.TABLE_LIMIT:
             vectors = all_vectors(view.counts)
             self.table = np.vstack([jct(view, job, vectors, comm, split) for job in view.jobs])
@@ -76,18 +77,24 @@ class JctTable:
         """Per-job JCT of ``x`` (shape (S, G))."""
         if self.table is not None:
             return self.table[np.arange(self.view.S), x @ self.radix]
-        out = np.empty(self.view.S)
-        for i, job in enumerate(self.view.jobs):
-            key = (i, x[i].tobytes())
-            if key not in self.memo:
-                self.memo[key] = float(jct(self.view, job, x[i:i + 1], self.comm, self.split)[0])
-            out[i] = self.memo[key]
-        return out
+        # one batched pass over the jobs whose vector changed since the last call: successive
+        # markets of a local search differ in a few jobs, and a pass over all 1,686 costs 5 ms
+        x = np.asarray(x, dtype=np.int64)
+        if self._last is None:
+            changed = np.arange(self.view.S)
+            values = np.empty(self.view.S)
+        else:
+            last_x, last_values = self._last
+            changed = np.flatnonzero((x != last_x).any(axis=1))
+            values = last_values.copy()
+        values[changed] = jct_rows(self.view, changed, x[changed], self.comm, self.split)
+        self._last = (x.copy(), values)
+        return values.copy()
 
 
 def evaluate(view: HeteroView, x: np.ndarray, comm: str, split: str = "proportional") -> np.ndarray:
     """Per-job JCT of the allocation ``x`` (shape (S, G), one class-count vector per job)."""
-    return np.array([float(jct(view, job, x[i:i + 1], comm, split)[0]) for i, job in enumerate(view.jobs)])
+    return jct_rows(view, np.arange(view.S), np.asarray(x, dtype=np.int64).reshape(view.S, view.G), comm, split)
 
 
 def decision(view: HeteroView, x: np.ndarray, options: Mapping[str, Any], split: str = "proportional",

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
-from scipy import sparse
 
 from ...io.instance import Instance
 from ...solvers import SolveOptions, SolveReport
-from ...solvers.highs_lp import ArrayLP, highspy_version
+from ...solvers.highs_lp import highspy_version
+from .bound import configuration_bound
 from .configs import decision, ranged_table
 from .view import HeteroView, hetero_view
 
@@ -67,36 +67,23 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
 
 
 def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
-    """The configuration ILP's LP relaxation, built as a sparse array and solved by HiGHS directly.
+    """The configuration ILP's LP relaxation, or a Lagrangian bound on it at scale (:mod:`.bound`).
 
-    Same LP as relaxing :func:`build_model` (a test checks they agree); it has only ``S + G``
-    rows, so HiGHS solves it in seconds even with hundreds of thousands of columns, where
-    building the Pyomo model takes minutes.  Its value bounds the optimum from below.
+    Columns per job are only the vectors within its size range (the LP of :func:`build_model`,
+    which a test checks), built as arrays and solved by HiGHS directly; jobs with too many such
+    vectors are priced by a continuous relaxation inside column generation, whose Lagrangian
+    value bounds the optimum from below at every round.  Everything, view and columns included,
+    stops at ``solve_options.time_limit``: then no bound (``time-limit-no-solution``).
     """
     start = time.perf_counter()
     view = hetero_view(instance)
-    table = config_table(view, options["comm"])
-    cols = [(i, n, j) for i, (n, j) in enumerate(table)]
-    sizes = [len(j) for _, _, j in cols]
-    total = sum(sizes)
-    job_of = np.repeat(np.arange(view.S), sizes)
-    counts = np.vstack([n for _, n, _ in cols]) if total else np.zeros((0, view.G), dtype=np.int64)
-    rows = np.concatenate([job_of, *(np.full(total, view.S + c) for c in range(view.G))])
-    col_idx = np.concatenate([np.arange(total)] * (1 + view.G))
-    vals = np.concatenate([np.ones(total), *(counts[:, c].astype(float) for c in range(view.G))])
-    keep = vals != 0
-    a = sparse.csc_matrix((vals[keep], (rows[keep], col_idx[keep])), shape=(view.S + view.G, total))
-    row_lo = np.concatenate([np.ones(view.S), np.full(view.G, -np.inf)])
-    row_hi = np.concatenate([np.ones(view.S), view.counts.astype(float)])
-    cost = np.concatenate([j for _, _, j in cols]) / view.S if total else np.zeros(0)
-    build_s = time.perf_counter() - start
-    result = ArrayLP(cost, a, row_lo, row_hi, np.zeros(total), np.ones(total), time_limit=solve_options.time_limit).solve()
-    otherwise = "time-limit-no-solution" if result.status == "time-limit" else "error"
-    status = {"optimal": "optimal", "infeasible": "infeasible"}.get(result.status, otherwise)
-    value = result.objective if status == "optimal" else None
-    return SolveReport(status=status, objective=value, bound=value, sense="min", solver="highs (configuration LP, direct)",
+    result = configuration_bound(view, options["comm"], solve_options.time_limit, start)
+    status = {"optimal": "optimal", "bound": "feasible", "infeasible": "infeasible"}.get(result.status, "time-limit-no-solution")
+    value = result.bound if status in ("optimal", "feasible") else None
+    solver = "highs (configuration LP, direct)" if result.status == "optimal" else "highs (configuration LP, column generation)"
+    return SolveReport(status=status, objective=value, bound=value, sense="min", solver=solver,
                        solver_version=highspy_version(), options={"time_limit": solve_options.time_limit},
-                       build_s=build_s, solve_s=time.perf_counter() - start - build_s)
+                       build_s=0.0, solve_s=time.perf_counter() - start, message=result.message)
 
 
 def decision_from_model(instance: Instance, options: Mapping[str, Any], model: pyo.ConcreteModel) -> dict[str, Any]:

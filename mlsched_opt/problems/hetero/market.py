@@ -13,8 +13,11 @@ Engines, all maximizing the same total valuation:
 * ``hungarian``: ``scipy.optimize.linear_sum_assignment`` on the same square matrix, ``O(K^3)``
   (same allocation value; its dual prices may differ).
 * ``transport``: workers of one class are interchangeable, so the market is a transportation
-  problem on jobs x classes; its LP (totally unimodular, so the HiGHS vertex is integral)
-  scales to thousands of GPUs.
+  problem on jobs x classes, solved as a min-cost flow (OR-Tools, integer costs: the valuation
+  scaled to about 2^38 steps, so the total is optimal to a relative 1e-11).  Its LP (totally
+  unimodular, so the HiGHS vertex is integral, :func:`_transport_lp`) is the fallback; the flow
+  is about 10x faster at 1,686 jobs x 7 classes (5-6 ms against 60 ms of CPU), and a category
+  solves the market up to ``R`` times.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from ortools.graph.python import min_cost_flow  # type: ignore[import-untyped]  # ortools ships no stubs for graph
 from scipy import sparse
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
@@ -141,6 +145,39 @@ def allocate(gamma: np.ndarray, sizes: np.ndarray, counts: np.ndarray, engine: s
 
 
 def _transport(gamma: np.ndarray, sizes: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """Max ``sum gamma x`` as a min-cost flow: job ``i`` supplies ``sizes[i]`` units, each arc job ->
+    class costs ``-gamma`` (scaled to integers), each class passes at most ``counts[c]`` to the sink."""
+    s, g = gamma.shape
+    usable = np.isfinite(gamma)
+    jobs, classes = np.nonzero(usable)
+    flow = int(sizes.sum())
+    if flow == 0:
+        return np.zeros((s, g), dtype=np.int64)
+    top = float(np.abs(gamma[usable]).max()) if usable.any() else 0.0
+    nodes = s + g + 1
+    # costs stay below 2^38 and every product the flow's cost scaling forms (cost x (nodes + 1), total
+    # cost) inside int64: the rounding changes the total by at most flow x top / 2^38
+    steps = min(2.0**38, 2.0**60 / ((nodes + 1) * (flow + 1)))
+    scale = steps / top if top > 0 else 1.0
+    cost = -np.rint(gamma[jobs, classes] * scale).astype(np.int64)
+    solver = min_cost_flow.SimpleMinCostFlow()
+    tails = np.concatenate([jobs, s + np.arange(g)])
+    heads = np.concatenate([s + classes, np.full(g, s + g)])
+    caps = np.concatenate([np.minimum(sizes[jobs], counts[classes]), counts]).astype(np.int64)
+    solver.add_arcs_with_capacity_and_unit_cost(tails, heads, caps, np.concatenate([cost, np.zeros(g, np.int64)]))
+    supplies = np.concatenate([sizes, np.zeros(g, np.int64), [-flow]]).astype(np.int64)
+    solver.set_nodes_supplies(np.arange(nodes), supplies)
+    status = solver.solve()
+    if status == min_cost_flow.SimpleMinCostFlow.INFEASIBLE:
+        return None
+    if status != min_cost_flow.SimpleMinCostFlow.OPTIMAL:
+        return _transport_lp(gamma, sizes, counts)
+    x = np.zeros((s, g), dtype=np.int64)
+    x[jobs, classes] = solver.flows(np.arange(len(jobs)))
+    return x
+
+
+def _transport_lp(gamma: np.ndarray, sizes: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
     s, g = gamma.shape
     usable = np.isfinite(gamma)
     c = np.where(usable, gamma, 0.0).ravel()

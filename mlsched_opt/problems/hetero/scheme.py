@@ -34,19 +34,17 @@ with probability at most ``(1 - phi)^M``.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ...errors import OptionError
 from .configs import JctTable, magnitude
 from .market import allocate
-from .timing import jct
+from .timing import jct_rows
 from .view import HeteroView
 
 VALUATIONS = ("gradient", "rho")
@@ -95,7 +93,7 @@ class Market:
 
     def solve(self, sizes: Iterable[int]) -> tuple[float, np.ndarray | None]:
         """(average JCT, allocation (S, G)) of the best of the ``R`` market rounds; ``inf`` if infeasible."""
-        key = tuple(int(k) for k in sizes)
+        key = tuple(map(int, sizes))
         if key in self.cache:
             return self.cache[key]
         self.solves += 1
@@ -122,15 +120,30 @@ class Market:
 
     def _reassign(self, best: tuple[float, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
         """Hand the cleared bundles (each job's class counts) back out to the jobs of the same size
-        by the true JCT (an assignment problem; our design): which job gets the bundle on the fast
-        links is a joint choice the linear valuation does not see."""
+        by the true JCT (our design): which job gets the bundle on the fast links is a joint
+        choice the linear valuation does not see.  Per size, jobs x *distinct* bundles (with
+        their multiplicities) is a transportation problem (:func:`.market.allocate`), so a
+        thousand single-GPU jobs cost a thousand x G JCTs, not a million."""
         x = best[1]
         assert x is not None
+        if self.expired():
+            return best
         sizes = x.sum(axis=1)
-        cost = np.vstack([jct(self.view, job, x, self.comm, self.split) for job in self.view.jobs])
-        cost = np.where(sizes[:, None] == sizes[None, :], cost, np.inf)
-        _, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
-        y = x[cols]
+        y = x.copy()
+        for k in np.unique(sizes):
+            members = np.flatnonzero(sizes == k)
+            if len(members) < 2:
+                continue
+            bundles, mult = np.unique(x[members], axis=0, return_counts=True)
+            if len(bundles) < 2:
+                continue
+            rows = np.repeat(members, len(bundles))
+            cost = jct_rows(self.view, rows, np.tile(bundles, (len(members), 1)), self.comm, self.split)
+            gain = -cost.reshape(len(members), len(bundles))
+            pick = allocate(np.where(np.isfinite(gain), gain, -np.inf), np.ones(len(members), dtype=np.int64), mult, "transport")
+            if pick is None:
+                continue
+            y[members] = bundles[pick.argmax(axis=1)]
         value = float(self.jct_table(y).mean())
         return (value, y) if value < best[0] - 1e-12 else best
 
@@ -180,8 +193,10 @@ def sqrt_shares(view: HeteroView) -> np.ndarray:
 
 
 def size_bounds(view: HeteroView) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.array([j.k_range[0] for j in view.jobs])
-    hi = np.array([min(j.k_range[1], int(view.counts[j.rho > 0].sum())) for j in view.jobs])
+    """Each job's fewest and most GPUs: its range, the most capped at the GPUs it can use."""
+    lo = np.array([j.k_range[0] for j in view.jobs], dtype=np.int64)
+    usable = (view.arrays["rho"] > 0).astype(np.int64) @ view.counts
+    hi = np.minimum(np.array([j.k_range[1] for j in view.jobs], dtype=np.int64), usable)
     return lo, hi
 
 
@@ -285,21 +300,32 @@ def default_samples(view: HeteroView, idle: bool = True) -> int:
     return max(1, min(50, count_categories(view, idle) // 10))
 
 
-def neighbours(sizes: tuple[int, ...], view: HeteroView, idle: bool, step: int = 1) -> Iterable[tuple[int, ...]]:
-    """Size vectors ``step`` workers away: move them between two jobs, or add or drop idle ones."""
-    lo, hi = size_bounds(view)
-    total = sum(sizes)
-    for i, j in itertools.permutations(range(len(sizes)), 2):
-        if sizes[i] - step >= lo[i] and sizes[j] + step <= hi[j]:
-            n = list(sizes)
-            n[i] -= step
-            n[j] += step
-            yield tuple(n)
+def neighbours(sizes: tuple[int, ...], view: HeteroView, idle: bool, step: int = 1,
+               bounds: tuple[np.ndarray, np.ndarray] | None = None) -> Iterable[tuple[int, ...]]:
+    """Size vectors ``step`` workers away: move them between two jobs, or add or drop idle ones.
+
+    Only the jobs that can give ``step`` workers and those that can take them are paired (numpy
+    masks): at a thousand jobs with single-GPU maxima nearly every one of the ``S^2`` pairs is
+    out of range, and testing them one by one was most of the run."""
+    lo, hi = bounds if bounds is not None else size_bounds(view)
+    now = np.asarray(sizes, dtype=np.int64)
+    total = int(now.sum())
+    givers = np.flatnonzero(now - step >= lo)
+    takers = np.flatnonzero(now + step <= hi)
+    for i in givers.tolist():
+        for j in takers.tolist():
+            if i != j:
+                n = list(sizes)
+                n[i] -= step
+                n[j] += step
+                yield tuple(n)
     if idle:
-        for i in range(len(sizes)):
-            if total + step <= view.K and sizes[i] + step <= hi[i]:
+        grow = set(takers.tolist()) if total + step <= view.K else set()
+        shrink = set(givers.tolist())
+        for i in sorted(grow | shrink):
+            if i in grow:
                 yield sizes[:i] + (sizes[i] + step,) + sizes[i + 1:]
-            if sizes[i] - step >= lo[i]:
+            if i in shrink:
                 yield sizes[:i] + (sizes[i] - step,) + sizes[i + 1:]
 
 
@@ -311,14 +337,15 @@ def local_search(market: Market, starts: list[tuple[int, ...]], budget: int, idl
     to 1 after every improvement.  Our design (spec 3.4 sketches single-worker moves only).
     """
     best = min(starts, key=market.average)
+    bounds = size_bounds(market.view)
     for start in starts:
         current, step = start, 1
         while market.solves < budget and step <= market.view.K and not market.expired():
             here = market.average(current)
             better = None
-            for c in neighbours(current, market.view, idle, step):
-                if market.solves >= budget and c not in market.cache:
-                    continue
+            for c in neighbours(current, market.view, idle, step, bounds):
+                if market.expired() or (market.solves >= budget and c not in market.cache):
+                    break  # no solves left: the sweep ends with the best neighbour seen so far
                 value = market.average(c)
                 if value < here - 1e-12 and (better is None or value < better[0]):
                     better = (value, c)

@@ -60,7 +60,7 @@ from ...errors import OptionError, UserError
 from ...io.catalog import Catalog, Workload
 from ...traces import ImportSpec, Trace, describe
 from ...traces.mapping import assign_models
-from ...traces.sources import POLLUX_MODELS, cluster
+from ...traces.sources import POLLUX_MODELS, alibaba_nodes, cluster
 from ...traces.table import Column, TraceError, data_file, read_rows
 from ..base import Option
 from .alibaba import BANDWIDTH_GBPS, REFERENCES, SPEEDS, mapped_throughputs, reference_of, speed_note, speed_table
@@ -115,6 +115,11 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
 
     # --- the cluster: GPU nodes whose model has a speed or a measurement
     nodes = cluster(spec, gpu_only=True)  # the alibaba source has no cluster option: its pods take Alibaba's nodes
+    if nodes.name == "alibaba":
+        cpu_only = sum(1 for n in alibaba_nodes(spec.data) if n.gpus == 0)
+        if cpu_only:
+            facts.append(f"{cpu_only:,} of the node list's nodes have no GPU (CPU-only) and were left out: hetero "
+                         "places one worker per GPU, so they can host none")
     servers: list[dict[str, Any]] = []
     unknown: dict[str, int] = {}
     for node in nodes.gpu_nodes:

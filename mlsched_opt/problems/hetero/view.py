@@ -19,6 +19,7 @@ and no topology].
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -86,6 +87,23 @@ class HeteroView:
         """Throughputs, shape (jobs, classes)."""
         return np.array([j.rho for j in self.jobs]).reshape(self.S, self.G)
 
+    @cached_property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Per-job parameters as arrays, one row per job (the batched JCT's inputs); ``levels`` is
+        the number of candidate sample levels the integer split can need (``timing``)."""
+        rho = self.rho()
+        eligible = np.where(rho > 0, rho, np.nan)
+        levels = np.ceil(np.nanmax(eligible, axis=1) / np.nanmin(eligible, axis=1)).astype(np.int64) + 2
+        return {
+            "rho": rho,
+            "cap": np.array([j.cap for j in self.jobs], dtype=np.int64).reshape(self.S, self.G),
+            "batch": np.array([j.batch for j in self.jobs], dtype=np.int64),
+            "iterations": np.array([j.iterations for j in self.jobs], dtype=float),
+            "comm_s": np.array([np.nan if j.comm_s is None else j.comm_s for j in self.jobs], dtype=float),
+            "comm_gbit": np.array([np.nan if j.comm_gbit is None else j.comm_gbit for j in self.jobs], dtype=float),
+            "levels": levels,
+        }
+
     def worker_class(self) -> np.ndarray:
         """Class of each worker, workers ordered class by class."""
         return np.repeat(np.arange(self.G), self.counts)
@@ -121,11 +139,14 @@ def hetero_view(instance: Instance) -> HeteroView:
         raise InstanceError("problem 'hetero' needs servers with GPUs (capacity.gpu) that may host workers", file, "cluster.servers")
     classes = tuple(sorted(members, key=lambda c: (c.gpu_model, c.bandwidth_gbps)))
     counts = np.array([len(members[c]) for c in classes], dtype=np.int64)
-    jobs = tuple(_job(instance, job, classes, int(counts.sum())) for job in instance.jobs)
+    # once, not per job: a per-job scan of every server was a (jobs x servers) loop
+    unlinked = instance.inter_server_bandwidth_gbps is None and any(
+        "bandwidth_gbps" not in s.capacity for s in instance.servers if s.capacity.get("gpu", 0) > 0)
+    jobs = tuple(_job(instance, job, classes, int(counts.sum()), unlinked) for job in instance.jobs)
     return HeteroView(instance, classes, counts, tuple(tuple(members[c]) for c in classes), jobs)
 
 
-def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: int) -> HeteroJob:
+def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: int, unlinked: bool) -> HeteroJob:
     file, path = instance.file, job.path
     spec = job.data_parallel or {}
     if job.global_batch_size is None:
@@ -156,8 +177,7 @@ def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: 
             raise InstanceError("problem 'hetero' needs the gradient size (data_parallel.gradient_mb, a catalog model with size, "
                                 "or data_parallel.comm_s)", file, f"{path}.data_parallel.gradient_mb")
         comm_gbit = float(gradient) * 8.0 / 1000.0
-        if instance.inter_server_bandwidth_gbps is None and any(
-                "bandwidth_gbps" not in s.capacity for s in instance.servers if s.capacity.get("gpu", 0) > 0):
+        if unlinked:
             raise InstanceError("the ring all-reduce term needs each GPU server's link bandwidth (capacity.bandwidth_gbps) "
                                 "or cluster.inter_server_bandwidth_gbps, or data_parallel.comm_s per job", file,
                                 "cluster.inter_server_bandwidth_gbps")

@@ -11,7 +11,7 @@ arrive over a slotted horizon; the objective is the total weighted completion ti
 Modules: :mod:`.view` (instance -> jobs and rates), :mod:`.pcilp` (the per-job, per-deadline
 PC-ILP as arrays and as Pyomo), :mod:`.rounding` (RR-PC with repair, SMD-style scaled rounding),
 :mod:`.online` (V-Greedy, V-PD), :mod:`.formulation` (the exact multi-job MILP and its decision), :mod:`.methods`,
-:mod:`.baselines`,
+:mod:`.baselines`, :mod:`.bound` (every job alone: the lower bound at any scale),
 :mod:`.check`, :mod:`.generate`, :mod:`.calibration` (Pollux / Gavel packed vs spread).
 
 Methods: ``exact`` (offline MILP), ``greedy-rr`` (V-Greedy + LP + RR-PC), ``pd-rr`` (V-PD),
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport
 from .baselines import run_colocate, run_greedy_ilp, run_spread, run_unaware
+from .bound import standalone_bound
 from .check import check
 from .formulation import build_model, decision_from_model, rescore
 from .generate import OPTIONS as GENERATE_OPTIONS, generate
@@ -47,6 +48,8 @@ FAMILY = Family(
     generate=generate,
     generate_options=GENERATE_OPTIONS,
     rescore=rescore,
+    relaxation=standalone_bound,
+    bound_label="standalone (bound)",
     algorithms=(
         Method("greedy-rr", MethodKind.ONLINE, greedy("greedy-rr"),
                "V-Greedy: earliest deadline whose LP (target (1+eps)V) rounds by RR-PC (F attempts, repair) to a covering plan",

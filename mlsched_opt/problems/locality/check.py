@@ -33,7 +33,7 @@ import numpy as np
 from ...checking.core import MAX_COUNT, CheckResult, decision_part, job_ids
 from ...io.instance import Instance
 from ...tolerances import CHECK_TOL
-from .view import locality_view, o3_ps, total_delay
+from .view import LocalityView, locality_view, o3_ps, total_delay
 
 
 def _is_int(x: Any) -> TypeGuard[int]:
@@ -63,7 +63,12 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     if not isinstance(claimed, Mapping):
         claimed = {}
     machine = {name: h for h, name in enumerate(view.servers)}
-    load: dict[int, np.ndarray] = {}
+    # every (job, slot, machine) with a task, for (C1) at the end: O(size log size), never (slots x machines)
+    cells_t: list[int] = []
+    cells_h: list[int] = []
+    cells_w: list[int] = []
+    cells_s: list[int] = []
+    cells_i: list[int] = []
     completion: dict[int, int] = {}
     for i, job in enumerate(view.jobs):
         ijob = instance.jobs[i]
@@ -71,7 +76,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         if not isinstance(entries, list):
             result.add("domain", f"schedule.{job.id}", f"must be a list of slot entries, got {_short(entries)}")
             entries = []
-        per_slot: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        per_slot: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
         for k, entry in enumerate(entries):
             where = f"schedule.{job.id}[{k}]"
             if not isinstance(entry, Mapping):
@@ -84,12 +89,12 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             if t in per_slot:
                 result.add("schedule", where, f"slot {t} appears twice")
                 continue
-            w = np.zeros(view.H)
-            s = np.zeros(view.H)
+            w: dict[int, int] = {}
+            s: dict[int, int] = {}
             counts_ok = True
-            for field, vec, task in (("workers", w, "worker"), ("ps", s, "ps")):
-                counts_ok &= _read(result, instance, ijob, task, entry.get(field), f"{where}.{field}", machine, vec)
-            W, S = int(w.sum()), int(s.sum())
+            for field, into, task in (("workers", w, "worker"), ("ps", s, "ps")):
+                counts_ok &= _read(result, instance, ijob, task, entry.get(field), f"{where}.{field}", machine, into)
+            W, S = sum(w.values()), sum(s.values())
             if (W or S) and t < job.arrival:
                 result.add("arrival", where, f"runs in slot {t} before its arrival slot {job.arrival}")      # (C6)
             if ijob.workers.hi < W:
@@ -99,23 +104,27 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             if S and not W:
                 result.add("idle-ps", where, f"{S} PSs but no workers")                                    # (C4)
             if placement == "with-workers" and counts_ok:
-                for h in np.flatnonzero((w > 0) | (s > 0)):
-                    need = o3_ps(int(w[h]), job.gamma)
-                    if int(s[h]) != need:
+                for h in sorted(h for h in set(w) | set(s) if w.get(h, 0) or s.get(h, 0)):
+                    need = o3_ps(w.get(h, 0), job.gamma)
+                    if s.get(h, 0) != need:
                         result.add("ps-placement", f"{where}.ps.{view.servers[h]}",
-                                   f"O3 (ps_placement=with-workers): {int(w[h])} workers here need exactly {need} PSs beside them "
-                                   f"(ceil(n/{job.gamma})), got {int(s[h])}")
-            load.setdefault(t, np.zeros((view.H, len(view.resources))))
-            load[t] += w[:, None] * job.alpha[None, :] + s[:, None] * job.beta[None, :]
-            per_slot[t] = (w, s)
+                                   f"O3 (ps_placement=with-workers): {w.get(h, 0)} workers here need exactly {need} PSs beside them "
+                                   f"(ceil(n/{job.gamma})), got {s.get(h, 0)}")
+            for h in set(w) | set(s):
+                cells_t.append(t)
+                cells_h.append(h)
+                cells_w.append(w.get(h, 0))
+                cells_s.append(s.get(h, 0))
+                cells_i.append(i)
+            per_slot[t] = ({h: n for h, n in w.items() if n}, {h: n for h, n in s.items() if n})
         done = 0.0
         for t in sorted(per_slot):
             if i in completion:
-                if per_slot[t][0].any() or per_slot[t][1].any():                                          # (C6)
+                if per_slot[t][0] or per_slot[t][1]:                                                       # (C6)
                     result.add("after-completion", f"schedule.{job.id} slot {t}",
                                f"workers or PSs after the job's work reached V in slot {completion[i]}")
                 continue
-            done += view.slot_work(i, *per_slot[t], locality=locality)
+            done += view.sparse_slot_work(i, *per_slot[t], locality=locality)
             if done >= job.work * (1 - CHECK_TOL) - CHECK_TOL:
                 completion[i] = t
         if job.id in admitted and i not in completion:
@@ -123,16 +132,31 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         if job.id in claimed and claimed[job.id] != completion.get(i, view.slots):
             result.add("completion", f"extra.completion.{job.id}",
                        f"claims slot {_short(claimed[job.id])}, the work reaches V in slot {completion.get(i, 'none')}")
-    for t in sorted(load):                                                                                 # (C1)
-        over = load[t] > view.capacity * (1 + CHECK_TOL) + CHECK_TOL
-        for h, r in zip(*np.nonzero(over)):
-            result.add("capacity", f"slot {t}, {view.servers[h]}, {view.resources[r]}",
-                       f"uses {load[t][h, r]:g} > capacity {view.capacity[h, r]:g}")
+    _capacity(result, view, cells_t, cells_h, cells_w, cells_s, cells_i)                                 # (C1)
     result.objective = total_delay(view, completion)
 
 
+def _capacity(result: CheckResult, view: LocalityView, t: list[int], h: list[int], w: list[int], s: list[int], i: list[int]) -> None:
+    """(C1): the load of every (slot, machine) that hosts a task, summed in job order, against its capacity."""
+    if not t:
+        return
+    alpha = np.array([job.alpha for job in view.jobs])
+    beta = np.array([job.beta for job in view.jobs])
+    idx = np.array(i)
+    use = np.array(w, dtype=float)[:, None] * alpha[idx] + np.array(s, dtype=float)[:, None] * beta[idx]
+    cell = np.array(t, dtype=np.int64) * view.H + np.array(h, dtype=np.int64)
+    keys, which = np.unique(cell, return_inverse=True)
+    load = np.zeros((len(keys), len(view.resources)))
+    np.add.at(load, which, use)                                                                        # in entry (job) order
+    host = keys % view.H
+    over = load > view.capacity[host] * (1 + CHECK_TOL) + CHECK_TOL
+    for k, r in zip(*np.nonzero(over)):                                                                # by slot, machine, resource
+        result.add("capacity", f"slot {int(keys[k] // view.H)}, {view.servers[host[k]]}, {view.resources[r]}",
+                   f"uses {load[k, r]:g} > capacity {view.capacity[host[k], r]:g}")
+
+
 def _read(result: CheckResult, instance: Instance, job: Any, task: str, counts: Any, where: str,
-          machine: Mapping[str, int], into: np.ndarray) -> bool:
+          machine: Mapping[str, int], into: dict[int, int]) -> bool:
     """Add ``{server: count}`` into ``into``; report every entry that is not a usable count.  True if all were."""
     if counts is None:
         return True
@@ -153,5 +177,5 @@ def _read(result: CheckResult, instance: Instance, job: Any, task: str, counts: 
             result.add("eligibility", f"{where}.{name}", f"{task} of job {job.id} may not run on {name}")
             ok = False
             continue
-        into[machine[name]] += count
+        into[machine[name]] = into.get(machine[name], 0) + count
     return ok

@@ -23,10 +23,22 @@ reaches ``V`` (pitfall P3).
 Covering inflation (pitfall P6): each LP + RR-PC step takes a tuple of ``eps`` values, solves
 the LP for each target ``(1 + eps) V`` and keeps the cheapest plan that covers ``V``.
 
-Time limit: with ``stop_at`` (a ``time.perf_counter()`` instant) both wrappers stop considering
-jobs once it passes and return what they committed so far (``Schedule.cut_short``); every loop
-here is bounded by the horizon, the arriving jobs and the deadlines, and each LP gets at most the
-time left.
+Scale [our design, issue 18]: V-Greedy's program for a job keeps, per slot, only its ``w_max``
+best machines (:func:`.pcilp.host_patterns`; exact for the 0-1 program, whose costs and work do
+not depend on the machine), so an LP has ``O(slots w_max^2)`` columns whatever the cluster's size.
+The largest fitting counts are computed per job in growing chunks of slots (:class:`Window`), only
+as far as the deadline scan reaches.  A cluster with at most ``w_max`` machines keeps every
+machine, i.e. the program of the spec, pattern for pattern.  V-PD's prices differ per machine, so
+it keeps the full program.
+
+Time limit (anytime): with ``stop_at`` (a ``time.perf_counter()`` instant) both wrappers stop
+planning by LP once it passes (V-Greedy earlier by twice its mean scan time per job for each job
+left, so the fallback ends near ``stop_at``); every job not yet planned, in the same online order, then gets the
+earliest-fit plan (:func:`earliest_fit`: per slot the better of all on one machine or spread on
+the best machines, from its arrival until its work is covered), which needs no LP and is linear
+in the slots it scans.  ``Schedule.cut_short`` and ``Schedule.fallback`` say so.  Every loop here
+is bounded by the horizon, the arriving jobs and the deadlines, and each LP gets at most the time
+left.
 """
 
 from __future__ import annotations
@@ -38,10 +50,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...clock import progress as report_progress
 from ...tolerances import CHECK_TOL
 from ..oasis.prices import PricedPool
 from ..online import arrivals_by_slot
-from .pcilp import CO_LOCATED, SPREAD, LocalityJob, Patterns, Plan, earliest_deadline, largest_fit, patterns, plan_of, solve_lp
+from .pcilp import (
+    CO_LOCATED,
+    SPREAD,
+    LocalityJob,
+    Patterns,
+    Plan,
+    earliest_deadline,
+    fit_capacity_work,
+    host_order,
+    host_patterns,
+    largest_fit,
+    patterns,
+    plan_of,
+    solve_lp,
+    solve_lps,
+)
 from .rounding import rr_pc
 
 ORDERS = ("sjf", "fifo")
@@ -61,6 +89,8 @@ class Schedule:
     repairs: int = 0
     decision_s: list[float] = field(default_factory=list)
     cut_short: bool = False
+    #: jobs planned by :func:`earliest_fit` because the time limit passed before their turn
+    fallback: list[int] = field(default_factory=list)
 
     def total_delay(self, jobs: Sequence[LocalityJob]) -> float:
         """``sum_i w_i (C_i - a_i + 1)`` over the completed jobs."""
@@ -82,22 +112,128 @@ def job_level_work(job: LocalityJob, here: list[tuple[int, int]]) -> float:
 def executed_completion(job: LocalityJob, tasks: list[Task],
                         work_of: Callable[[list[tuple[int, int]]], float] | None = None) -> int | None:
     """First slot whose cumulative work at the true rates reaches ``V``."""
+    by_slot: dict[int, list[tuple[int, int]]] = {}
+    for s, h, n in tasks:
+        by_slot.setdefault(s, []).append((h, n))
     done = 0.0
-    for t in sorted({s for s, _, _ in tasks}):
-        here = [(h, n) for s, h, n in tasks if s == t]
+    for t in sorted(by_slot):
+        here = by_slot[t]
         done += job_level_work(job, here) if work_of is None else work_of(here)
         if done >= job.work * (1 - CHECK_TOL) - CHECK_TOL:  # the checker's rule
             return t
     return None
 
 
-def arrival_order(jobs: Sequence[LocalityJob], capacity: np.ndarray, t: int, order: str) -> list[int]:
+def arrival_order(jobs: Sequence[LocalityJob], capacity: np.ndarray, t: int, order: str,
+                  by_slot: dict[int, list[int]] | None = None) -> list[int]:
     """The jobs arriving in slot ``t``: file order (``fifo``), or smallest estimated work first (``sjf``)."""
-    arriving = arrivals_by_slot(j.arrival for j in jobs).get(t, [])
+    arriving = list((arrivals_by_slot(j.arrival for j in jobs) if by_slot is None else by_slot).get(t, []))
     if order == "sjf":
         rate = {i: best_slot_rate(jobs[i], capacity) for i in arriving}  # 0: fits nowhere beside its PSs, goes last
         arriving.sort(key=lambda i: (jobs[i].work / rate[i] if rate[i] > 0 else np.inf, i))
     return arriving
+
+
+def online_order(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, order: str) -> list[tuple[int, int]]:
+    """``(slot, job)`` in the order the online wrappers see them (it depends on the empty cluster only)."""
+    by_slot = arrivals_by_slot(j.arrival for j in jobs)
+    return [(t, i) for t in sorted(k for k in by_slot if 0 <= k < slots) for i in arrival_order(jobs, capacity, t, order, by_slot)]
+
+
+class Window:
+    """One job's largest fitting counts ``fit`` and best-fit slack per (machine, slot) from ``start``,
+    computed in doubling chunks of slots only as far as the scan reaches (``residual`` must not
+    change while the window is in use)."""
+
+    def __init__(self, job: LocalityJob, start: int, residual: np.ndarray, scale: np.ndarray):
+        self.job, self.start, self.residual, self.scale = job, start, residual, scale
+        self.slots = residual.shape[2]
+        self.fit = np.zeros((residual.shape[0], 0), dtype=np.int64)
+        self.slack = np.zeros((residual.shape[0], 0))
+        self._hosts = np.zeros((0, 0), dtype=np.int64)
+        #: seconds spent computing ``fit`` and ``slack`` (the bulk of an earliest-fit plan's cost)
+        self.spent = 0.0
+
+    @property
+    def end(self) -> int:
+        """One past the last slot computed."""
+        return self.start + self.fit.shape[1]
+
+    def extend_to(self, last: int) -> None:
+        """Make slots ``start..last`` (at most the horizon's last) available."""
+        if last < self.end or self.end >= self.slots:
+            return
+        began = time.perf_counter()
+        stop = min(self.slots, max(last + 1, self.start + 2 * self.fit.shape[1], self.start + 8))
+        chunk = self.residual[:, :, self.end:stop]
+        self.fit = np.concatenate([self.fit, largest_fit(self.job, chunk)], axis=1)
+        self.slack = np.concatenate([self.slack, (chunk / self.scale[None, :, None]).sum(axis=1)], axis=1)
+        self.spent += time.perf_counter() - began
+
+    def hosts(self, count: int, k: int) -> np.ndarray:
+        """:func:`.pcilp.host_order` of the first ``count`` slots, ``(count, k)``."""
+        self.extend_to(self.start + count - 1)
+        have = self._hosts.shape[0]
+        if have < count:
+            more = host_order(self.fit[:, have:count], self.slack[:, have:count], k)
+            self._hosts = more if have == 0 else np.concatenate([self._hosts, more])
+        return self._hosts[:count]
+
+    def earliest_deadline(self, eps: float, kinds: tuple[int, ...], top: int | None) -> int | None:
+        """:func:`.pcilp.earliest_deadline` (on each slot's ``top`` best machines), scanning chunk by chunk."""
+        target = (1.0 + eps) * self.job.work - 1e-9
+        done, t = 0.0, self.start
+        while t < self.slots:
+            self.extend_to(t)
+            cap = fit_capacity_work(self.job, self.fit[:, t - self.start:], kinds, top)
+            reach = np.cumsum(np.concatenate([[done], cap]))[1:]  # one running sum, as over the whole horizon at once
+            hit = np.flatnonzero(reach >= target)
+            if hit.size:
+                return t + int(hit[0])
+            done, t = float(reach[-1]), self.end
+        return None
+
+
+def scale_of(capacity: np.ndarray) -> np.ndarray:
+    """Per resource the largest machine's capacity (1 where none has any): the unit of best-fit slack."""
+    top = capacity.max(axis=0)
+    return np.where(top > 0, top, 1.0)
+
+
+def earliest_fit(job: LocalityJob, window: Window, kinds: tuple[int, ...] = BOTH) -> list[Task] | None:
+    """The no-LP fallback: from the window's start, each slot takes the better of all workers on its
+    best machine (``q_in``) or the most workers on its best ``w_max`` machines (``q_ex``), until the
+    work counted that way covers ``V``; ``None`` if it does not within the horizon.  Feasible by
+    construction (every count fits the residual, at most ``w_max`` workers per slot); no guarantee.
+    Vectorized per chunk of slots; the running sum is the slot-by-slot one."""
+    tasks: list[Task] = []
+    done, t = 0.0, window.start
+    k = min(job.w_max, window.residual.shape[0])
+    while t < window.slots:
+        window.extend_to(t)
+        first, count = t - window.start, window.end - window.start
+        hosts = window.hosts(count, k)[first:]                                         # (S, k)
+        n = window.fit[hosts, np.arange(first, count)[:, None]]
+        order = np.argsort(-n, axis=1, kind="stable")
+        hosts, n = np.take_along_axis(hosts, order, axis=1), np.take_along_axis(n, order, axis=1)   # most workers first
+        before = np.cumsum(n, axis=1) - n
+        take = np.minimum(n, np.maximum(job.w_max - before, 0))
+        co = job.q_in * n[:, 0] if CO_LOCATED in kinds else np.zeros(len(n))
+        spread = job.q_ex * take.sum(axis=1) if SPREAD in kinds else np.zeros(len(n))
+        use_co = (co >= spread) & (co > 0)
+        gain = np.where(use_co, co, spread)
+        reach = np.cumsum(np.concatenate([[done], gain]))[1:]
+        hit = np.flatnonzero(reach >= job.work - 1e-9)
+        last = int(hit[0]) if hit.size else len(gain) - 1
+        for j in np.flatnonzero(gain[:last + 1] > 0):
+            if use_co[j]:
+                tasks.append((t + int(j), int(hosts[j, 0]), int(n[j, 0])))
+            else:
+                tasks += [(t + int(j), int(h), int(m)) for h, m in zip(hosts[j], take[j]) if m > 0]
+        if hit.size:
+            return tasks
+        done, t = float(reach[-1]), window.end
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,12 +256,12 @@ class Rounding:
             z = solve_lp(p, time_limit=self.time_left(), integer=True)
             return None if z is None else plan_of(p, z).chosen
         best: Plan | None = None
-        for eps in self.eps:
-            inflated = dataclasses.replace(p, target=(1.0 + eps) * p.job.work)
-            out.lps += 1
-            z = solve_lp(inflated, time_limit=self.time_left())
+        targets = tuple((1.0 + eps) * p.job.work for eps in self.eps)
+        out.lps += len(targets)
+        for eps, z in zip(self.eps, solve_lps(p, targets, time_limit=self.time_left())):
             if z is None:
                 continue
+            inflated = dataclasses.replace(p, target=(1.0 + eps) * p.job.work)
             rounded = rr_pc(inflated, z, rng, self.attempts)
             out.attempts += rounded.attempts
             out.repairs += int(rounded.repaired)
@@ -146,24 +282,42 @@ def v_greedy(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, orde
              stop_at: float | None = None) -> Schedule:
     """V-Greedy on ``jobs`` over machines ``capacity`` (H, R) and slots ``0..slots-1``."""
     residual = np.repeat(capacity[:, :, None], slots, axis=2).astype(float)
+    scale = scale_of(capacity)
     rng = np.random.default_rng(seed)
     rounding = Rounding(solver, _eps_tuple(eps), attempts, kinds, stop_at)
     out = Schedule()
-    for t in range(slots):
-        for i in arrival_order(jobs, capacity, t, order):
-            if _out_of_time(stop_at, out):
-                return out
-            began = time.perf_counter()
-            planned = dataclasses.replace(jobs[i], q_in=jobs[i].q_ex) if plan == "unaware" else jobs[i]
-            chosen = _first_deadline(planned, t, slots, residual, rounding, rng, out)
-            if out.cut_short:
-                return out
-            if chosen is None:
-                out.rejected.append(i)
-            else:
-                _commit(jobs, i, chosen, residual, out, work_of)
-            out.decision_s.append(time.perf_counter() - began)
+    sequence = online_order(jobs, capacity, slots, order)
+    scan = 0.0  # seconds of Window scans so far: twice their mean per job is the fallback's budget per job left
+    for k, (t, i) in enumerate(sequence):
+        report_progress(k, len(sequence))
+        began = time.perf_counter()
+        reserve = 2.0 * scan / k * (len(sequence) - k) if k else 0.0
+        if out.cut_short or _out_of_time(None if stop_at is None else stop_at - reserve, out):
+            _fall_back(jobs, i, t, residual, scale, kinds, out, work_of)
+            continue
+        planned = dataclasses.replace(jobs[i], q_in=jobs[i].q_ex) if plan == "unaware" else jobs[i]
+        window = Window(planned, t, residual, scale)
+        chosen = _first_deadline(planned, t, slots, residual, rounding, rng, out, window)
+        scan += window.spent
+        if out.cut_short:
+            _fall_back(jobs, i, t, residual, scale, kinds, out, work_of)
+            continue
+        if chosen is None:
+            out.rejected.append(i)
+        else:
+            _commit(jobs, i, chosen, residual, out, work_of)
+        out.decision_s.append(time.perf_counter() - began)
     return out
+
+
+def _fall_back(jobs: Sequence[LocalityJob], i: int, t: int, residual: np.ndarray, scale: np.ndarray, kinds: tuple[int, ...],
+               out: Schedule, work_of: Callable[[int, list[tuple[int, int]]], float] | None, pool: PricedPool | None = None) -> None:
+    out.fallback.append(i)
+    tasks = earliest_fit(jobs[i], Window(jobs[i], t, residual, scale), kinds)
+    if tasks is None:
+        out.rejected.append(i)
+    else:
+        _commit_tasks(jobs, i, sorted(tasks), residual, out, work_of, pool)
 
 
 def _eps_tuple(eps: float | tuple[float, ...]) -> tuple[float, ...]:
@@ -171,14 +325,20 @@ def _eps_tuple(eps: float | tuple[float, ...]) -> tuple[float, ...]:
 
 
 def _first_deadline(job: LocalityJob, start: int, slots: int, residual: np.ndarray, rounding: Rounding,
-                    rng: np.random.Generator, out: Schedule) -> tuple[Patterns, np.ndarray] | None:
-    first = earliest_deadline(job, start, residual, min(rounding.eps), rounding.kinds)
+                    rng: np.random.Generator, out: Schedule, window: Window) -> tuple[Patterns, np.ndarray] | None:
+    # at most w_max machines: every machine is a host, and the spec's program is kept as it is
+    top = job.w_max if residual.shape[0] > job.w_max else None
+    first = window.earliest_deadline(min(rounding.eps), rounding.kinds, top)
     if first is None:
         return None
     for deadline in range(first, slots):
         if _out_of_time(rounding.stop_at, out):
             return None
-        p = patterns(job, start, deadline, residual, kinds=rounding.kinds)
+        if top is None:
+            p = patterns(job, start, deadline, residual, kinds=rounding.kinds)
+        else:
+            count = deadline - start + 1
+            p = host_patterns(job, start, window.fit[:, :count], window.hosts(count, top), kinds=rounding.kinds)
         chosen = rounding.plan(p, rng, out)
         if chosen is not None:
             return p, chosen
@@ -188,7 +348,12 @@ def _first_deadline(job: LocalityJob, start: int, slots: int, residual: np.ndarr
 def _commit(jobs: Sequence[LocalityJob], i: int, chosen: tuple[Patterns, np.ndarray], residual: np.ndarray, out: Schedule,
             work_of: Callable[[int, list[tuple[int, int]]], float] | None, pool: PricedPool | None = None) -> None:
     p, idx = chosen
-    tasks = sorted((int(p.slot[v]), int(p.machine[v]), int(p.workers[v])) for v in idx)
+    tasks = sorted((int(p.slot[v]), p.global_machine(int(v)), int(p.workers[v])) for v in idx)
+    _commit_tasks(jobs, i, tasks, residual, out, work_of, pool)
+
+
+def _commit_tasks(jobs: Sequence[LocalityJob], i: int, tasks: list[Task], residual: np.ndarray, out: Schedule,
+                  work_of: Callable[[int, list[tuple[int, int]]], float] | None, pool: PricedPool | None = None) -> None:
     job = jobs[i]
     for s, h, n in tasks:
         residual[h, :, s] -= job.demand(n)
@@ -225,34 +390,39 @@ def v_pd(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, prices: 
     rounding = Rounding("rr", _eps_tuple(eps), attempts, stop_at=stop_at)
     out = Schedule()
     payoffs: dict[int, float] = {}
-    for t in range(slots):
-        for i in arrival_order(jobs, capacity, t, order):
+    scale = scale_of(capacity)
+    for t, i in online_order(jobs, capacity, slots, order):
+        if out.cut_short or _out_of_time(stop_at, out):
+            _fall_back(jobs, i, t, pool.free(), scale, BOTH, out, work_of, pool)
+            continue
+        began = time.perf_counter()
+        residual = pool.free()
+        best: tuple[float, tuple[Patterns, np.ndarray]] | None = None
+        first = earliest_deadline(jobs[i], t, residual, min(rounding.eps))
+        for deadline in range(first if first is not None else slots, slots):
             if _out_of_time(stop_at, out):
-                return out, payoffs
-            began = time.perf_counter()
-            residual = pool.free()
-            best: tuple[float, tuple[Patterns, np.ndarray]] | None = None
-            first = earliest_deadline(jobs[i], t, residual, min(rounding.eps))
-            for deadline in range(first if first is not None else slots, slots):
-                if _out_of_time(stop_at, out):
-                    return out, payoffs
-                value = prices.utility(i, deadline - t + 1)
-                if not value > (0.0 if best is None else best[0]):
-                    break  # the utility only falls with the deadline and costs are positive
-                p = patterns(jobs[i], t, deadline, residual, kappa=pool.price)
-                chosen = rounding.plan(p, rng, out)
-                if chosen is None:
-                    continue
-                payoff = value - float(p.cost[chosen].sum())
-                if best is None or payoff > best[0]:
-                    best = (payoff, (p, chosen))
-            payoffs[i] = best[0] if best is not None else -np.inf
-            if best is None or best[0] <= 0:
-                out.rejected.append(i)
-            else:
-                _commit(jobs, i, best[1], residual, out, work_of, pool)
-            out.decision_s.append(time.perf_counter() - began)
+                break
+            value = prices.utility(i, deadline - t + 1)
+            if not value > (0.0 if best is None else best[0]):
+                break  # the utility only falls with the deadline and costs are positive
+            p = patterns(jobs[i], t, deadline, residual, kappa=pool.price)
+            chosen = rounding.plan(p, rng, out)
+            if chosen is None:
+                continue
+            payoff = value - float(p.cost[chosen].sum())
+            if best is None or payoff > best[0]:
+                best = (payoff, (p, chosen))
+        if out.cut_short:
+            _fall_back(jobs, i, t, residual, scale, BOTH, out, work_of, pool)
+            continue
+        payoffs[i] = best[0] if best is not None else -np.inf
+        if best is None or best[0] <= 0:
+            out.rejected.append(i)
+        else:
+            _commit(jobs, i, best[1], residual, out, work_of, pool)
+        out.decision_s.append(time.perf_counter() - began)
     return out, payoffs
 
 
-__all__ = ["BOTH", "ORDERS", "Prices", "Rounding", "Schedule", "best_slot_rate", "executed_completion", "v_greedy", "v_pd"]
+__all__ = ["BOTH", "ORDERS", "Prices", "Rounding", "Schedule", "Window", "best_slot_rate", "earliest_fit", "executed_completion",
+           "online_order", "v_greedy", "v_pd"]

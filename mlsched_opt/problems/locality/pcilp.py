@@ -77,10 +77,17 @@ class Patterns:
     rate: np.ndarray
     target: float
     H: int
+    #: ``(slots, H)`` global machine of each local machine index per slot (:func:`host_patterns`); ``None``: the identity
+    hosts: np.ndarray | None = None
 
     @property
     def size(self) -> int:
         return len(self.kind)
+
+    def global_machine(self, v: int) -> int:
+        """The instance's machine index of pattern ``v``."""
+        h = int(self.machine[v])
+        return h if self.hosts is None else int(self.hosts[int(self.slot[v]) - self.start, h])
 
     @cached_property
     def slot_groups(self) -> list[tuple[np.ndarray, list[tuple[int, np.ndarray]]]]:
@@ -169,10 +176,62 @@ def patterns(job: LocalityJob, start: int, deadline: int, residual: np.ndarray, 
 
 
 def largest_fit(job: LocalityJob, residual: np.ndarray) -> np.ndarray:
-    """Most workers (with their PSs) of ``job`` that fit on each machine in each slot, ``(H, T)``; 0 if none."""
+    """Most workers (with their PSs) of ``job`` that fit on each machine in each slot, ``(H, T)``; 0 if none.
+
+    ``d(n)`` is nondecreasing in ``n``, so the fitting counts are ``1..nmax`` and ``nmax`` is their number;
+    one ``(H, T)`` comparison per count and resource keeps memory at ``O(H T)``.
+    """
+    out = np.zeros(residual.shape[:1] + residual.shape[2:], dtype=np.int64)
+    for d in job.demand(np.arange(1, job.w_max + 1)):
+        ok = np.ones(out.shape, dtype=bool)
+        for r in np.flatnonzero(d > 0):
+            ok &= d[r] <= residual[:, r] + 1e-9
+        if not ok.any():
+            break
+        out += ok
+    return out
+
+
+def host_order(fit: np.ndarray, slack: np.ndarray, k: int) -> np.ndarray:
+    """Per slot, the ``k`` machines a job's program keeps, ``(S, k)`` sorted by machine index.
+
+    The most workers first (``fit``: ``(H, S)`` largest fitting counts), then the least normalized
+    free room ``slack`` (best fit: big free machines stay free for big jobs).  ``O(H S)``.
+    """
+    key = slack - fit * (float(slack.max(initial=0.0)) + 1.0)
+    if k < key.shape[0]:
+        top = np.argpartition(key, k - 1, axis=0)[:k]  # deterministic; exact ties at the k-th key are broken by introselect
+    else:
+        top = np.argsort(key, axis=0, kind="stable")
+    return np.sort(top, axis=0).T
+
+
+def host_patterns(job: LocalityJob, start: int, fit: np.ndarray, hosts: np.ndarray, eps: float = 0.0,
+                  kinds: tuple[int, ...] = (CO_LOCATED, SPREAD)) -> Patterns:
+    """The PC-ILP of slots ``start..start+S-1`` on ``hosts`` (``(S, k)``, :func:`host_order`) only, with unit costs.
+
+    Why this loses nothing for the 0-1 program: a pattern's cost (resource units) and work do not
+    depend on its machine, only on ``n``; a plan uses at most ``w_max`` machines per slot (K2), and
+    sorting its machines by workers, the i-th largest fits on the i-th best host, which has the
+    i-th largest ``nmax`` of the slot.  So every plan has a twin of equal cost and work on the
+    ``k = w_max`` hosts, and the best co-located machine is a host.  The LP on the hosts is the
+    0-1 program's relaxation too (at least the all-machine LP, which may spread a co-located slot's
+    leftover mass over thousands of machines, something no plan can do).  Machines are local
+    ``0..k-1``; ``Patterns.hosts`` maps them back.
+    """
+    S, k = hosts.shape
+    local = fit[hosts, np.arange(S)[:, None]]                                   # (S, k)
     n = np.arange(1, job.w_max + 1)
-    fits = (job.demand(n)[None, :, :, None] <= residual[:, None, :, :] + 1e-9).all(axis=2)   # (H, N, T)
-    return np.where(fits, n[None, :, None], 0).max(axis=1)
+    ok = n[None, None, :] <= local[:, :, None]                                   # (S, k, N)
+    s_idx, h_idx, n_idx = np.nonzero(ok)                                        # already ordered by slot, machine, count
+    kinds_arr = np.asarray(kinds, dtype=np.int64)
+    m = len(kinds_arr)
+    kind = np.tile(kinds_arr, len(h_idx))
+    rate = np.where(kind == CO_LOCATED, job.q_in, job.q_ex).astype(float)
+    unit_cost = job.demand(n).sum(axis=1)
+    return Patterns(job, start, start + S - 1, kind, np.repeat(s_idx + start, m).astype(np.int64),
+                    np.repeat(h_idx, m).astype(np.int64), np.repeat(n[n_idx], m).astype(np.int64),
+                    np.repeat(unit_cost[n_idx], m).astype(float), rate, (1.0 + eps) * job.work, k, hosts.astype(np.int64))
 
 
 def slot_capacity_work(job: LocalityJob, residual: np.ndarray, kinds: tuple[int, ...] = (CO_LOCATED, SPREAD)) -> np.ndarray:
@@ -185,8 +244,17 @@ def slot_capacity_work(job: LocalityJob, residual: np.ndarray, kinds: tuple[int,
     coupled only through V1, so the earliest LP-feasible deadline is where the running sum of
     these values reaches the target (no LP needed).
     """
-    n_max = largest_fit(job, residual).astype(float)
-    n_co = np.minimum(n_max.max(axis=0), job.w_max)
+    return fit_capacity_work(job, largest_fit(job, residual), kinds)
+
+
+def fit_capacity_work(job: LocalityJob, fit: np.ndarray, kinds: tuple[int, ...] = (CO_LOCATED, SPREAD),
+                      top: int | None = None) -> np.ndarray:
+    """:func:`slot_capacity_work` from the largest fitting counts ``fit`` (H, S); with ``top``, of the
+    LP on each slot's ``top`` best machines only (:func:`host_patterns`)."""
+    n_max = fit.astype(float)
+    if top is not None and top < n_max.shape[0]:
+        n_max = -np.partition(-n_max, top - 1, axis=0)[:top]
+    n_co = np.minimum(n_max.max(axis=0, initial=0.0), job.w_max)
     total = n_max.sum(axis=0)
     w = float(job.w_max)
 
@@ -223,16 +291,28 @@ class Plan:
 
 def solve_lp(p: Patterns, time_limit: float = 30.0, integer: bool = False) -> np.ndarray | None:
     """The LP relaxation (or, with ``integer``, the 0-1 program) by HiGHS; ``None`` if infeasible."""
+    return solve_lps(p, (p.target,), time_limit, integer)[0]
+
+
+def solve_lps(p: Patterns, targets: tuple[float, ...], time_limit: float = 30.0, integer: bool = False) -> list[np.ndarray | None]:
+    """:func:`solve_lp` for each covering target in turn on one HiGHS model (built once; only V1's bound
+    changes).  Each solve starts cold: a warm basis would land on other optimal vertices than a
+    fresh model, and so change which plans RR-PC draws."""
     if p.size == 0:
-        return None
+        return [None] * len(targets)
     a, lo, hi = p.rows(compact=True)
     width = a.shape[1]
     cost = np.concatenate([p.cost, np.zeros(width - p.size)])
-    res = ArrayLP(cost, a, lo, hi, np.zeros(width), np.ones(width), time_limit=time_limit, integer=integer, gap=0.0).solve()
-    if res.status != "optimal":
-        return None
-    assert res.x is not None  # an optimal LPResult carries its point
-    return np.clip(res.x[:p.size], 0.0, 1.0)
+    v1 = (p.deadline - p.start + 1) * (p.H + 1)  # the covering row, after K1 and K2
+    lo[v1] = targets[0]
+    lp = ArrayLP(cost, a, lo, hi, np.zeros(width), np.ones(width), time_limit=time_limit, integer=integer, gap=0.0)
+    out: list[np.ndarray | None] = []
+    for target in targets:
+        lp.set_row_bounds(v1, float(target), float(hi[v1]))
+        lp.clear_basis()
+        res = lp.solve()
+        out.append(None if res.status != "optimal" or res.x is None else np.clip(res.x[:p.size], 0.0, 1.0))
+    return out
 
 
 def pcilp_model(p: Patterns) -> pyo.ConcreteModel:

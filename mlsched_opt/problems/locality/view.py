@@ -34,6 +34,7 @@ array of the pattern model is driven by a hostile number.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,6 +114,14 @@ class LocalityView:
         share = ps / ps.sum() if ps.sum() > 0 else np.zeros_like(ps)
         comm = np.maximum(share * timing.comm_in_s, (1.0 - share) * timing.comm_ex_s)
         return float((workers * timing.rate(comm)).sum())
+
+    def sparse_slot_work(self, i: int, workers: Mapping[int, int], ps: Mapping[int, int], locality: str = "job") -> float:
+        """:meth:`slot_work` from ``{machine: count}`` maps, over the machines they name only (in index
+        order), so the cost is the placement's size, not the cluster's; the checker and the methods
+        both count work this way, so they agree to the last bit."""
+        machines = sorted(set(workers) | set(ps))
+        return self.slot_work(i, np.array([workers.get(h, 0) for h in machines], dtype=float),
+                              np.array([ps.get(h, 0) for h in machines], dtype=float), locality)
 
 
 def locality_view(instance: Instance) -> LocalityView:

@@ -206,6 +206,8 @@ class Rrh:
     def __init__(self, view: OasisView, seed: int = 0, deadline: float | None = None):
         self.view = view
         self.rng = np.random.default_rng(seed)
+        self.deadline = deadline
+        self.cut_short = 0
         self.gang: dict[int, tuple[int, int]] = {}
         self.done: dict[int, int] = {}
         self.finished: set[int] = set()
@@ -229,6 +231,11 @@ class Rrh:
 
     def arrive(self, job: OasisJob, slot: int) -> None:
         self.gang[job.index] = _gang(self.view, job, self.rng)
+        if _late(self.deadline):
+            # out of time: the delay cost below is quadratic in the queue, so the job is rejected unpriced
+            self.cut_short += 1
+            self.stats["rejected"] += 1
+            return
         reward = self.reward(job, slot)
         mine = self.score(job, slot) if reward > 0 else 0.0
         delay = self.remaining(job)

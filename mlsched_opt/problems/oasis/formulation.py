@@ -31,7 +31,7 @@ import pyomo.environ as pyo
 from ...errors import InstanceError
 from ...io.instance import Instance
 from .online import SlotRun
-from .view import OasisJob, OasisView, fit_counts, oasis_view
+from .view import OasisJob, OasisView, TaskCounts, fit_counts, oasis_view
 
 #: Largest offline model built (our design): Pyomo takes minutes to build one of this size.
 MAX_VARIABLES = 2_000_000
@@ -39,6 +39,20 @@ MAX_VARIABLES = 2_000_000
 
 def _task_bound(job: OasisJob, capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
     return np.minimum(fit_counts(capacity, demand), job.hi if job.runnable else 0)
+
+
+def _bounds(view: OasisView) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Most workers per worker server and PSs per PS server of every job (0: no variable)."""
+    return ({j.index: _task_bound(j, view.worker_capacity, j.worker) * j.worker_ok for j in view.jobs},
+            {j.index: _task_bound(j, view.ps_capacity, j.ps) * j.ps_ok for j in view.jobs})
+
+
+def model_size(view: OasisView, wbound: dict[int, np.ndarray] | None = None, pbound: dict[int, np.ndarray] | None = None) -> int:
+    """Variables of the offline MILP (worker, PS and completion variables), without building it."""
+    if wbound is None or pbound is None:
+        wbound, pbound = _bounds(view)
+    return sum((int(np.count_nonzero(wbound[j.index])) + int(np.count_nonzero(pbound[j.index])) + 1) * (view.slots - j.arrival)
+               for j in view.jobs)
 
 
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
@@ -50,9 +64,8 @@ def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel
     T = view.slots
     m = pyo.ConcreteModel(name="oasis_offline")
     jobs = {j.index: j for j in view.jobs}
-    wbound = {i: _task_bound(j, view.worker_capacity, j.worker) * j.worker_ok for i, j in jobs.items()}
-    pbound = {i: _task_bound(j, view.ps_capacity, j.ps) * j.ps_ok for i, j in jobs.items()}
-    size = sum((int(np.count_nonzero(wbound[i])) + int(np.count_nonzero(pbound[i])) + 1) * (T - j.arrival) for i, j in jobs.items())
+    wbound, pbound = _bounds(view)
+    size = model_size(view, wbound, pbound)
     if size > MAX_VARIABLES:
         raise InstanceError(f"the offline MILP would have {size} variables, more than the {MAX_VARIABLES} the exact method "
                             "builds; use an algorithm (--method oasis) or fewer slots, servers or jobs", file, "time.slots")
@@ -194,14 +207,16 @@ def decision(view: OasisView, outcome: SlotRun, extra: Mapping[str, Any] | None 
     """The shared solution vocabulary: completed jobs are ``admitted``; started but unfinished jobs
     are listed in ``extra.unfinished`` with their schedules (they used capacity and earn nothing)."""
     schedule: dict[str, list[dict[str, Any]]] = {}
+    nothing = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     for i in sorted(set(outcome.workers) | set(outcome.ps)):
-        w = outcome.workers.get(i, np.zeros((view.H, view.slots), np.int64))
-        z = outcome.ps.get(i, np.zeros((view.K, view.slots), np.int64))
+        w = outcome.workers.get(i, TaskCounts(view.H, view.slots)).entries
+        z = outcome.ps.get(i, TaskCounts(view.K, view.slots)).entries
         entries = []
-        for t in np.flatnonzero(w.any(axis=0) | z.any(axis=0)):
+        for t in sorted(set(w) | set(z)):
+            (wh, wc), (zk, zc) = w.get(t, nothing), z.get(t, nothing)
             entries.append({"slot": int(t),
-                            "workers": {view.worker_servers[h]: int(w[h, t]) for h in np.flatnonzero(w[:, t])},
-                            "ps": {view.ps_servers[k]: int(z[k, t]) for k in np.flatnonzero(z[:, t])}})
+                            "workers": {view.worker_servers[h]: int(c) for h, c in zip(wh, wc)},
+                            "ps": {view.ps_servers[k]: int(c) for k, c in zip(zk, zc)}})
         schedule[view.jobs[i].id] = entries
     done = sorted(outcome.completion)
     started = sorted((set(outcome.workers) | set(outcome.ps)) - set(done))
@@ -222,4 +237,5 @@ def decision_from_model(instance: Instance, options: Mapping[str, Any], model: p
     view: OasisView = model._view
     workers, ps, admitted = schedule_from_model(model)
     completion = {i: int(np.flatnonzero(w.any(axis=0))[-1]) for i, w in workers.items() if w.any()}
-    return decision(view, SlotRun(workers, ps, completion, admitted))
+    return decision(view, SlotRun({i: TaskCounts.from_dense(w) for i, w in workers.items()},
+                                  {i: TaskCounts.from_dense(z) for i, z in ps.items()}, completion, admitted))

@@ -16,18 +16,19 @@ from typing import Any
 
 import numpy as np
 
+from ...clock import progress as report_progress
 from ..online import SlotPolicy, arrivals_by_slot
 from .prices import PricedPool, PriceParams
 from .subroutine import best_schedule
-from .view import OasisJob, OasisView
+from .view import OasisJob, OasisView, TaskCounts
 
 
 @dataclass
 class SlotRun:
-    """Per-job worker ``[h, t]`` and PS ``[k, t]`` counts, completion slots and the policy's statistics."""
+    """Per-job worker ``[h, t]`` and PS ``[k, t]`` counts (sparse), completion slots and the policy's statistics."""
 
-    workers: dict[int, np.ndarray]
-    ps: dict[int, np.ndarray]
+    workers: dict[int, TaskCounts]
+    ps: dict[int, TaskCounts]
     completion: dict[int, int]
     admitted: list[int]
     stats: dict[str, Any] = field(default_factory=dict)
@@ -45,8 +46,8 @@ def simulate(view: OasisView, policy: SlotPolicy, progress=None, deadline: float
     is a valid (partial) schedule, jobs not finished by then earn nothing, ``cut_at`` says where."""
     T = view.slots
     work = {j.index: 0 for j in view.jobs}
-    workers: dict[int, np.ndarray] = {}
-    ps: dict[int, np.ndarray] = {}
+    workers: dict[int, TaskCounts] = {}
+    ps: dict[int, TaskCounts] = {}
     completion: dict[int, int] = {}
     arrivals = arrivals_by_slot(job.arrival for job in view.jobs)
     active: list[OasisJob] = []
@@ -61,16 +62,19 @@ def simulate(view: OasisView, policy: SlotPolicy, progress=None, deadline: float
             active.append(job)
         for i, (y, z) in policy.run(t, active).items():
             if y.any() or z.any():
-                workers.setdefault(i, np.zeros((view.H, T), np.int64))[:, t] = y
-                ps.setdefault(i, np.zeros((view.K, T), np.int64))[:, t] = z
+                workers.setdefault(i, TaskCounts(view.H, T)).put(t, y)
+                ps.setdefault(i, TaskCounts(view.K, T)).put(t, z)
                 work[i] += int(y.sum())
-        for job in list(active):
-            if work[job.index] >= job.work_slots:
+        done = [job for job in active if work[job.index] >= job.work_slots]
+        if done:
+            finished = {job.index for job in done}
+            active = [job for job in active if job.index not in finished]
+            for job in done:
                 completion[job.index] = t
-                active.remove(job)
                 policy.completed(job, t)
         if progress is not None:
             progress(t)
+        report_progress(t + 1, T, "slots")
     admitted = sorted(getattr(policy, "admitted", set()) | set(completion))
     return SlotRun(workers, ps, completion, admitted, dict(getattr(policy, "stats", {})), cut_at)
 
@@ -90,7 +94,7 @@ class Oasis:
         self.cut_short = 0
         self.workers = PricedPool(view.worker_capacity, view.slots, params.L1, params.U1)
         self.pss = PricedPool(view.ps_capacity, view.slots, params.L2, params.U2)
-        self.plans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.plans: dict[int, tuple[TaskCounts, TaskCounts]] = {}
         self.admitted: set[int] = set()
         self.payoff: dict[int, float] = {}
         self.decision_s: list[float] = []
@@ -104,16 +108,21 @@ class Oasis:
         plan = best_schedule(job, self.workers, self.pss, self.units, self.deadline)
         self.cut_short += plan.cut_short
         if plan.payoff > 0:
-            self.workers.reserve(plan.workers, job.worker)
-            self.pss.reserve(plan.ps, job.ps)
+            self.workers.reserve_counts(plan.workers, job.worker)
+            self.pss.reserve_counts(plan.ps, job.ps)
             self.plans[job.index] = (plan.workers, plan.ps)
             self.admitted.add(job.index)
             self.payoff[job.index] = plan.payoff
-        self.decision_s.append(time.perf_counter() - start)
-        self.stats.update(decision_s_mean=float(np.mean(self.decision_s)), decision_s_max=float(np.max(self.decision_s)))
+        took = time.perf_counter() - start
+        self.decision_s.append(took)
+        # running figures: recomputing them over every decision so far would be quadratic in the jobs
+        count = len(self.decision_s)
+        mean = self.stats.get("decision_s_mean", 0.0)
+        self.stats.update(decision_s_mean=mean + (took - mean) / count,
+                          decision_s_max=max(self.stats.get("decision_s_max", took), took))
 
     def run(self, slot: int, active: list[OasisJob]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        return {j.index: (self.plans[j.index][0][:, slot], self.plans[j.index][1][:, slot])
+        return {j.index: (self.plans[j.index][0].at(slot), self.plans[j.index][1].at(slot))
                 for j in active if j.index in self.plans}
 
     def completed(self, job: OasisJob, slot: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .view import OasisView
+from .view import OasisView, TaskCounts, floor
 
 #: A job whose utility at the horizon is below this share of the largest utility counts at
 #: the share when L is computed; a time-critical sigmoid is exactly 0 there in floating point,
@@ -153,6 +153,28 @@ class PricedPool:
         share = self.load[:, :, slots] * self._inv_cap[:, :, None]
         self.price[:, :, slots] = self.L * np.exp(self.log_ratio[None, :, None] * share)
 
-    def unit_price(self, demand: np.ndarray) -> np.ndarray:
-        """Price of one task of ``demand`` on every server and slot, ``(n, T)``."""
-        return np.einsum("nrt,r->nt", self.price, demand)
+    def reserve_counts(self, counts: TaskCounts, demand: np.ndarray) -> None:
+        """:meth:`reserve` for sparse counts: only the (server, slot) cells that get tasks change (the
+        others' price is a function of their unchanged load), so the cost is the plan's size, not ``n T``."""
+        server, slot, count = counts.coo()
+        if count.size == 0:
+            return
+        self.load[server, :, slot] += count[:, None] * demand[None, :]
+        share = self.load[server, :, slot] * self._inv_cap[server]
+        self.price[server, :, slot] = self.L * np.exp(self.log_ratio[None, :] * share)
+
+    def unit_price(self, demand: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Price of one task of ``demand`` on every server in slots ``start .. stop - 1``, ``(n, stop - start)``."""
+        return np.einsum("nrt,r->nt", self.price[:, :, start:stop], demand)
+
+    def fit(self, demand: np.ndarray, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """How many tasks of ``demand`` fit in the residual capacity of every server in slots ``start .. stop - 1``,
+        ``(n, stop - start)``: :func:`.view.fit_counts` of :meth:`free`, over the demanded resources only."""
+        used = np.flatnonzero(demand > 0)
+        n = self.capacity.shape[0]
+        if used.size == 0:
+            return np.full((n, len(range(self.slots)[start:stop])), np.iinfo(np.int32).max, dtype=np.int64)
+        room = (self.capacity[:, used[0], None] - self.load[:, used[0], start:stop]) / demand[used[0]]
+        for r in used[1:]:
+            room = np.minimum(room, (self.capacity[:, r, None] - self.load[:, r, start:stop]) / demand[r])
+        return np.maximum(floor(room), 0).astype(np.int64)

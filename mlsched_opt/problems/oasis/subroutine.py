@@ -18,7 +18,11 @@ Speed: a slot's cost is a vector over ``y`` built with one sort and cumulative s
 step only tries the largest chunk count each worker count can train (a smaller ``d`` at the
 same ``y`` costs the same and leaves more to do), i.e. the ``d_max`` bound of section 3.4,
 vectorised over the whole table.  Ties follow the paper (pitfall 10): ``d`` is taken smallest
-among equal costs, servers are sorted stably by price (index breaks ties).
+among equal costs, servers are sorted stably by price (index breaks ties).  Prices and room are
+computed only for the slots the search reaches (:class:`_Horizon`), plans are sparse
+(:class:`.view.TaskCounts`), and :func:`_step` skips what cannot change the table; every shortcut
+evaluates the same floating-point sums, so plans are bit for bit those of the dense version
+(``tests/test_oasis_scale.py`` keeps it as the reference).
 """
 
 from __future__ import annotations
@@ -30,19 +34,22 @@ import numpy as np
 
 from ...errors import InstanceError
 from .prices import PricedPool
-from .view import OasisJob, ceil, fit_counts, floor
+from .view import OasisJob, TaskCounts, ceil, floor
 
 UNITS = ("chunks", "worker-slots")
 #: Relative tolerance for "equal cost" when the DP is unwound.
 TIE = 1e-12
 _BLOCK = 1 << 20
+#: Table length from which :func:`_step` shifts slices per candidate instead of gathering blocks.
+_SHIFT_MIN = 256
 #: Largest DP table (work units + 1) planned; a job needing more is refused up front (our design).
 MAX_TABLE = 10_000_000
 
 
 @dataclass
 class Plan:
-    """The best schedule found for one job: ``workers[h, t]``, ``ps[k, t]`` over the whole horizon.
+    """The best schedule found for one job: worker counts ``[h, t]`` and PS counts ``[k, t]`` over the
+    whole horizon, sparse (:class:`.view.TaskCounts`; ``.dense()`` gives the table).
 
     ``completion`` is None (and ``payoff`` 0) when no schedule has a positive payoff.
     """
@@ -50,8 +57,8 @@ class Plan:
     completion: int | None
     payoff: float
     cost: float
-    workers: np.ndarray
-    ps: np.ndarray
+    workers: TaskCounts
+    ps: TaskCounts
     deadlines: int = 0
     cut_short: bool = False
 
@@ -72,8 +79,12 @@ class _Slot:
 
 
 def _fill_costs(unit: np.ndarray, caps: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cumulative cost of 0..n tasks on the cheapest servers first (n = min(limit, sum caps))."""
-    order = np.argsort(unit, kind="stable")
+    """Cumulative cost of 0..n tasks on the cheapest servers first (n = min(limit, sum caps)).
+
+    Servers without room are left out before sorting: they take no task wherever they sort, and a
+    stable sort of the rest keeps their relative (price, index) order, so the fill is the same."""
+    room = np.flatnonzero(caps > 0)
+    order = room[np.argsort(unit[room], kind="stable")]
     caps = caps[order]
     caps = np.minimum(caps, np.maximum(limit - np.concatenate([[0], np.cumsum(caps)[:-1]]), 0))
     steps = np.repeat(unit[order], caps)
@@ -106,9 +117,33 @@ def _step(old: np.ndarray, d: np.ndarray, c: np.ndarray, deadline: float | None 
     """``new[D] = min_j c[j] + old[max(D - d[j], 0)]`` (candidates that overshoot D cost what exact D costs).
 
     Past ``deadline`` the remaining candidates are skipped (returned flag True): every entry is then
-    still the cost of a real schedule, only perhaps not the cheapest."""
+    still the cost of a real schedule, only perhaps not the cheapest.
+
+    A long table is done in two parts (``d`` is sorted and distinct).  Where a candidate overshoots
+    (``D <= d[j]``) it costs ``c[j] + old[0]``, and the cheapest such for every ``D`` is a suffix
+    minimum over the candidates: one ``O(size)`` pass instead of one per candidate.  Elsewhere each
+    candidate takes one shifted slice, and only as far as ``old`` is finite (``c + inf`` never wins):
+    early slots, where little work is reachable yet, cost little.  A short table takes blocks of
+    candidates at once (one gather), so a job with many candidates and a small table does not pay
+    per-candidate overhead.  Every path evaluates the same sums ``c[j] + old[.]`` and minima are
+    exact, so the table is the same whichever path computes it."""
     size = old.size
     new = np.full(size, np.inf)
+    if size >= _SHIFT_MIN:
+        top = min(int(d[-1]), size - 1)
+        over = np.minimum.accumulate((c + old[0])[::-1])[::-1]  # cheapest candidate with d[j] >= D
+        reach = np.minimum(d, size - 1)
+        new[: top + 1] = np.repeat(over, np.diff(reach, prepend=-1))
+        finite = np.flatnonzero(np.isfinite(old))
+        last = int(finite[-1]) if finite.size else -1  # old[D'] is inf beyond this
+        for j in range(d.size):
+            if j % 64 == 63 and deadline is not None and time.perf_counter() > deadline:
+                return new, True
+            k = int(reach[j])
+            stop = min(size, k + last + 1)
+            if stop > k + 1:
+                np.minimum(new[k + 1:stop], c[j] + old[1:stop - k], out=new[k + 1:stop])
+        return new, False
     ar = np.arange(size)
     rows = max(1, _BLOCK // size)
     for s in range(0, d.size, rows):
@@ -117,6 +152,40 @@ def _step(old: np.ndarray, d: np.ndarray, c: np.ndarray, deadline: float | None 
         idx = np.maximum(ar[None, :] - d[s:s + rows, None], 0)
         new = np.minimum(new, (c[s:s + rows, None] + old[idx]).min(axis=0))
     return new, False
+
+
+class _Horizon:
+    """A job's unit prices and room per server and slot from its arrival on, computed in growing blocks of
+    slots as the search reaches them: the search stops soon after the earliest completion when the utility
+    falls, so most slots of a long horizon are never read.  Column ``t - a`` is slot ``t``; columns from
+    :attr:`end` on are not computed yet.  Values are those of the whole-horizon arrays, element by element."""
+
+    FIRST = 4
+
+    def __init__(self, job: OasisJob, workers: PricedPool, ps: PricedPool, per: float):
+        self.job, self.workers, self.ps, self.per = job, workers, ps, per
+        self.a = job.arrival
+        self.T = workers.slots
+        width = self.T - self.a
+        self.w_caps = np.empty((workers.capacity.shape[0], width), np.int64)
+        self.p_caps = np.empty((ps.capacity.shape[0], width), np.int64)
+        self.w_unit = np.empty((workers.capacity.shape[0], width))
+        self.p_unit = np.empty((ps.capacity.shape[0], width))
+        self.end = self.a
+        #: work units the computed slots could hold at most (fewest workers allowed, the job's cap)
+        self.reachable = 0
+
+    def extend(self) -> None:
+        job, start = self.job, self.end
+        stop = min(self.T, start + max(self.FIRST, start - self.a))
+        cols = slice(start - self.a, stop - self.a)
+        self.w_caps[:, cols] = np.minimum(np.where(job.worker_ok[:, None], self.workers.fit(job.worker, start, stop), 0), job.hi)
+        self.p_caps[:, cols] = np.minimum(np.where(job.ps_ok[:, None], self.ps.fit(job.ps, start, stop), 0), job.hi)
+        self.w_unit[:, cols] = self.workers.unit_price(job.worker, start, stop)
+        self.p_unit[:, cols] = self.ps.unit_price(job.ps, start, stop)
+        most = np.minimum(self.w_caps[:, cols].sum(axis=0), job.hi)  # workers per slot, an upper bound
+        self.reachable += int(np.sum(np.where(most >= job.lo, floor(most / self.per), 0)))
+        self.end = stop
 
 
 def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str = "chunks",
@@ -131,7 +200,7 @@ def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str
     """
     T = workers.slots
     H, K = workers.capacity.shape[0], ps.capacity.shape[0]
-    empty = Plan(None, 0.0, 0.0, np.zeros((H, T), np.int64), np.zeros((K, T), np.int64))
+    empty = Plan(None, 0.0, 0.0, TaskCounts(H, T), TaskCounts(K, T))
     a = job.arrival
     if units == "chunks":
         total, per = job.chunks, job.rho
@@ -139,19 +208,16 @@ def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str
         total, per = job.work_slots, 1.0
     if total == 0 or not job.runnable:
         return empty
-    w_unit = workers.unit_price(job.worker)[:, a:]
-    p_unit = ps.unit_price(job.ps)[:, a:]
-    w_caps = np.where(job.worker_ok[:, None], fit_counts(workers.free()[:, :, a:].transpose(0, 2, 1), job.worker), 0)
-    p_caps = np.where(job.ps_ok[:, None], fit_counts(ps.free()[:, :, a:].transpose(0, 2, 1), job.ps), 0)
-    w_caps = np.minimum(w_caps, job.hi)
-    p_caps = np.minimum(p_caps, job.hi)
-    most = np.minimum(w_caps.sum(axis=0), job.hi)  # workers per slot, an upper bound
-    reachable = int(np.sum(np.where(most >= job.lo, floor(most / per), 0)))
-    if total > reachable:
+    view = _Horizon(job, workers, ps, per)
+    # the work every slot could hold at most, summed until it covers the job (the rest can only add)
+    while view.reachable < total and view.end < T:
+        view.extend()
+    if total > view.reachable:
         return empty  # no schedule finishes, whatever the prices
     if total + 1 > MAX_TABLE:
         raise InstanceError(f"job {job.id} needs {total} {units} of work; OASiS's DP handles at most {MAX_TABLE - 1} "
                             "(try --set units=worker-slots, or fewer epochs/chunks)", None, f"jobs[{job.index}].work")
+    w_unit, w_caps, p_unit, p_caps = view.w_unit, view.w_caps, view.p_unit, view.p_caps
 
     table = np.full(total + 1, np.inf)
     table[0] = 0.0
@@ -166,6 +232,8 @@ def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str
         f = float(job.value(t))
         if f <= best:
             break  # the cost is >= 0 and f never rises, so no later deadline can do strictly better
+        while view.end <= t:
+            view.extend()
         slot = slot_cost(job, w_unit[:, t - a], w_caps[:, t - a], p_unit[:, t - a], p_caps[:, t - a])
         ys = np.flatnonzero(np.isfinite(slot.cost))  # the counts the size range allows (0 always)
         d = np.minimum(floor(ys / per), total)
@@ -182,13 +250,12 @@ def best_schedule(job: OasisJob, workers: PricedPool, ps: PricedPool, units: str
     if best_t is None:
         return Plan(None, 0.0, 0.0, empty.workers, empty.ps, deadlines=len(tables), cut_short=cut)
     y = _unwind(tables[: best_t - a + 1], slots, total, per, job.lo)
-    plan_w = np.zeros((H, T), np.int64)
-    plan_p = np.zeros((K, T), np.int64)
+    plan_w, plan_p = TaskCounts(H, T), TaskCounts(K, T)
     for offset, count in enumerate(y):
         if count:
             slot = slots[offset]
-            plan_w[:, a + offset] = _spread(count, slot.w_order, slot.w_caps, H)
-            plan_p[:, a + offset] = _spread(int(job.ps_needed(count)), slot.p_order, slot.p_caps, K)
+            plan_w.put(a + offset, _spread(count, slot.w_order, slot.w_caps, H))
+            plan_p.put(a + offset, _spread(int(job.ps_needed(count)), slot.p_order, slot.p_caps, K))
     cost = float(tables[best_t - a][total])
     return Plan(best_t, best, cost, plan_w, plan_p, deadlines=len(tables), cut_short=cut)
 

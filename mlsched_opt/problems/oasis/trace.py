@@ -141,9 +141,10 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
     if T > MAX_SLOTS:
         raise UserError(f"the window needs {T:,} slots of {slot_s:g} s; problem 'oasis' handles at most {MAX_SLOTS:,} "
                         "(raise --set slot_s or take fewer --jobs)", None, "--set slot_s")
-    cells = T * (H + K) * (len(RESOURCES) + n)
+    # the view's rule (slots x servers x resources): schedules are sparse, so the job count is not in it
+    cells = T * (H + K) * len(RESOURCES)
     if cells > MAX_CELLS:
-        raise UserError(f"{n:,} jobs on {H + K:,} servers over {T:,} slots make {cells:,} per-slot cells, more than problem "
+        raise UserError(f"{H + K:,} servers over {T:,} slots make {cells:,} per-slot cells, more than problem "
                         f"'oasis' handles ({MAX_CELLS:,}); take fewer --servers or --jobs, or raise --set slot_s", None, "--servers")
 
     # a trace that names its models may use workloads without a catalog size; draws only take sized ones

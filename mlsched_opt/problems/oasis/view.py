@@ -40,9 +40,12 @@ from ...tolerances import FIT_TOL
 EPS = FIT_TOL
 
 #: Sizes refused up front (our design, so that no loop or array is driven by an unbounded input):
-#: the horizon, the per-slot arrays ``slots x servers x (resources + jobs)`` every method and the
-#: checker keep, and the worker count one job can reach in a slot (``hi``).  The paper's largest
-#: setting (T = 300, 100 servers, 400 jobs, N <= 100) is far inside them.
+#: the horizon, the per-slot arrays ``slots x servers x resources`` (load and price of every pool,
+#: the checker's load) every method keeps, and the worker count one job can reach in a slot (``hi``).
+#: Schedules are sparse (a job's slots and servers with tasks), so the job count is not in the cells;
+#: the exact model, which does grow with jobs x slots x servers, has its own limit
+#: (:data:`.formulation.MAX_VARIABLES`).  The paper's largest setting (T = 300, 100 servers,
+#: 400 jobs, N <= 100) and the Alibaba cluster (1,523 servers, 51 slots, 5 resources) are far inside.
 MAX_SLOTS = 100_000
 MAX_CELLS = 50_000_000
 MAX_TASKS = 100_000
@@ -194,25 +197,58 @@ def oasis_view(instance: Instance, ranges: str = "instance") -> OasisView:
     if not workers:
         raise InstanceError("problem 'oasis' needs at least one server with role = 'worker'", file, "cluster.servers")
     resources = instance.resource_names()
-    jobs = [_job(instance, job, resources, workers, ps, ranges == "instance") for job in instance.jobs]
+    cells = instance.slots * len(instance.servers) * len(resources)
+    if cells > MAX_CELLS:
+        raise InstanceError(f"problem 'oasis' keeps slots x servers x resources = {cells} per-slot cells, "
+                            f"more than its limit {MAX_CELLS}; use fewer slots or servers", file, "time.slots")
+    pools = _Pools(_capacity(workers, resources), np.array([s.gpu_model for s in workers], dtype=object), len(ps))
+    jobs = [_job(instance, job, resources, pools, ranges == "instance") for job in instance.jobs]
     if not ps and any(j.work > 0 for j in jobs):
         raise InstanceError("problem 'oasis' needs at least one server with role = 'ps'", file, "cluster.servers")
-    cells = instance.slots * len(instance.servers) * (len(resources) + len(jobs))
-    if cells > MAX_CELLS:
-        raise InstanceError(f"problem 'oasis' keeps slots x servers x (resources + jobs) = {cells} per-slot cells, "
-                            f"more than its limit {MAX_CELLS}; use fewer slots, servers or jobs", file, "time.slots")
     for j in jobs:
         if j.hi > MAX_TASKS:
             raise InstanceError(f"job {j.id} could run {j.hi} workers in one slot; problem 'oasis' handles at most {MAX_TASKS} "
                                 "(lower workers.max)", file, f"jobs[{j.index}].workers")
-
-    def cap(servers: list[Server]) -> np.ndarray:
-        return np.array([[s.capacity.get(r, 0.0) for r in resources] for s in servers], dtype=float).reshape(len(servers), len(resources))
-
-    return OasisView(instance.slots, resources, [s.name for s in workers], [s.name for s in ps], cap(workers), cap(ps), jobs)
+    return OasisView(instance.slots, resources, [s.name for s in workers], [s.name for s in ps], pools.worker_capacity,
+                     _capacity(ps, resources), jobs)
 
 
-def _job(instance: Instance, job: Job, resources: list[str], workers, ps, ranged: bool = True) -> OasisJob:
+def _capacity(servers: list[Server], resources: list[str]) -> np.ndarray:
+    return np.array([[s.capacity.get(r, 0.0) for r in resources] for s in servers], dtype=float).reshape(len(servers), len(resources))
+
+
+class _Pools:
+    """What every job's eligibility and fit are computed from, once per instance: the worker servers'
+    capacities and GPU models (PS servers host any job's PSs).  Jobs share few distinct demands and
+    GPU-model lists, so masks and fits are cached per distinct value instead of looping per (job, server)."""
+
+    def __init__(self, worker_capacity: np.ndarray, gpu_model: np.ndarray, ps_count: int):
+        self.worker_capacity = worker_capacity
+        self.gpu_model = gpu_model
+        self.ps_ok = np.ones(ps_count, dtype=bool)
+        self.ps_ok.flags.writeable = False
+        self._masks: dict[tuple[str, ...] | None, np.ndarray] = {}
+        self._fits: dict[tuple[bytes, tuple[str, ...] | None], int | None] = {}
+
+    def worker_ok(self, gpu_models: tuple[str, ...] | None) -> np.ndarray:
+        """Workers may use the worker servers of the job's GPU models (any when it names none), as
+        :meth:`Job.may_run_on` says for a ``role = "worker"`` server."""
+        if gpu_models not in self._masks:
+            ok = np.array([gpu_models is None or m in gpu_models for m in self.gpu_model], dtype=bool)
+            ok.flags.writeable = False  # shared by every job with these GPU models
+            self._masks[gpu_models] = ok
+        return self._masks[gpu_models]
+
+    def fit(self, demand: np.ndarray, gpu_models: tuple[str, ...] | None) -> int | None:
+        """Workers of ``demand`` that fit on the empty eligible servers (None when a worker demands nothing)."""
+        key = (demand.tobytes(), gpu_models)
+        if key not in self._fits:
+            ok = self.worker_ok(gpu_models)
+            self._fits[key] = None if not (demand > 0).any() else int(np.sum(np.where(ok, fit_counts(self.worker_capacity, demand), 0)))
+        return self._fits[key]
+
+
+def _job(instance: Instance, job: Job, resources: list[str], pools: _Pools, ranged: bool = True) -> OasisJob:
     file = instance.file
 
     def need(what: str, field: str) -> InstanceError:
@@ -248,11 +284,6 @@ def _job(instance: Instance, job: Job, resources: list[str], workers, ps, ranged
         raise InstanceError("an OASiS job needs parameter servers; remove ps = {count = 0}", file, f"{job.path}.ps")
     w = job.work
     worker_vec = np.array([job.worker_demand.get(r, 0.0) for r in resources])
-    ok = np.array([job.may_run_on(s, "worker") for s in workers], dtype=bool)
-    worker_caps = np.array([[s.capacity.get(r, 0.0) for r in resources] for s in workers],
-                           dtype=float).reshape(len(workers), len(resources))
-    # workers that fit on the empty eligible servers: None when a worker demands nothing
-    fit = None if not (worker_vec > 0).any() else int(np.sum(np.where(ok, fit_counts(worker_caps, worker_vec), 0)))
     minibatch_s = float(step["compute_s"]) + 2.0 * float(gradient_mb) * 8.0 / 1000.0 / float(b)
     rho = w["minibatches_per_chunk"] * minibatch_s / instance.slot_s
     work = rho * w["epochs"] * w["chunks"]
@@ -264,13 +295,13 @@ def _job(instance: Instance, job: Job, resources: list[str], workers, ps, ranged
         index=job.index, id=job.id, arrival=job.arrival_slot,
         epochs=int(w["epochs"]), chunks=int(w["epochs"] * w["chunks"]), cap=min(job.workers.hi, int(w["chunks"])),
         rho=rho, b=float(b), B=float(B),
-        worker=np.array([job.worker_demand.get(r, 0.0) for r in resources]),
+        worker=worker_vec,
         ps=np.array([job.ps_demand.get(r, 0.0) for r in resources]),
-        worker_ok=np.array([job.may_run_on(s, "worker") for s in workers], dtype=bool),
-        ps_ok=np.array([job.may_run_on(s, "ps") for s in ps], dtype=bool),
+        worker_ok=pools.worker_ok(job.gpu_models),
+        ps_ok=pools.ps_ok,
         utility=job.utility,
         workers_min=int(job.workers.lo) if ranged else 1, ps_min=int(job.ps.lo) if ranged else 1,
-        ps_max=int(job.ps.hi) if ranged else None, fit=fit,
+        ps_max=int(job.ps.hi) if ranged else None, fit=pools.fit(worker_vec, job.gpu_models),
     )
 
 
@@ -284,3 +315,69 @@ def fit_counts(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
         return np.full(free.shape[:-1], np.iinfo(np.int32).max, dtype=np.int64)
     return np.maximum(floor(np.min(free[..., used] / demand[used], axis=-1)), 0).astype(np.int64)
 
+
+
+class TaskCounts:
+    """One job's task counts over ``servers x slots``, kept sparse: per slot, the servers with tasks and
+    how many.  A job runs in a few slots on a few servers, so a dense ``(servers, slots)`` table per job
+    (0.5 MB on the Alibaba cluster, 1 GB for 2,000 jobs) would store almost nothing but zeros."""
+
+    __slots__ = ("entries", "servers", "slots")
+
+    def __init__(self, servers: int, slots: int):
+        self.servers = servers
+        self.slots = slots
+        self.entries: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    @classmethod
+    def from_dense(cls, counts: np.ndarray) -> TaskCounts:
+        out = cls(*counts.shape)
+        for t in np.flatnonzero(counts.any(axis=0)):
+            out.put(int(t), counts[:, t])
+        return out
+
+    def put(self, slot: int, counts: np.ndarray) -> None:
+        """Set slot ``slot`` to the per-server ``counts`` (a dense vector over the servers)."""
+        where = np.flatnonzero(counts)
+        if where.size:
+            self.entries[slot] = (where, np.asarray(counts, dtype=np.int64)[where])
+        else:
+            self.entries.pop(slot, None)
+
+    def at(self, slot: int) -> np.ndarray:
+        """The dense per-server counts of one slot."""
+        out = np.zeros(self.servers, np.int64)
+        if slot in self.entries:
+            where, count = self.entries[slot]
+            out[where] = count
+        return out
+
+    def used_slots(self) -> list[int]:
+        return sorted(self.entries)
+
+    def per_slot(self) -> np.ndarray:
+        """Tasks in each slot, ``(slots,)``."""
+        out = np.zeros(self.slots, np.int64)
+        for t, (_, count) in self.entries.items():
+            out[t] = count.sum()
+        return out
+
+    def coo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(server, slot, count)`` arrays of every nonzero entry, slot-major."""
+        slots = self.used_slots()
+        if not slots:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty
+        server = np.concatenate([self.entries[t][0] for t in slots])
+        slot = np.concatenate([np.full(self.entries[t][0].size, t, np.int64) for t in slots])
+        count = np.concatenate([self.entries[t][1] for t in slots])
+        return server, slot, count
+
+    def dense(self) -> np.ndarray:
+        out = np.zeros((self.servers, self.slots), np.int64)
+        server, slot, count = self.coo()
+        out[server, slot] = count
+        return out
+
+    def total(self) -> int:
+        return int(sum(int(c.sum()) for _, c in self.entries.values()))

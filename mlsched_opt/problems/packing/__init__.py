@@ -1,8 +1,9 @@
 """``packing``: place fixed-size jobs (workers and PSs) on servers, all resources at once.
 
 The spine's first problem, wired through every layer: an exact ILP (HiGHS or CP-SAT), a
-first-fit-decreasing baseline, an independent checker and a generator.  Option
-``objective``: ``weight`` (default) admits a subset of jobs of maximum total weight;
+first-fit-decreasing baseline, an independent checker and a generator.  At production scale
+the exact model, its LP bound and the POP-style partitioned method are built as arrays for
+HiGHS directly (:mod:`.arrays`).  Option ``objective``: ``weight`` (default) admits a subset of jobs of maximum total weight;
 ``servers`` places every job on as few servers as possible.
 """
 
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport
 from .check import check
+from .exact import exact_method, lp_relaxation
 from .formulation import build_model, decision_from_model
 from .generate import generate
 from .methods import ffd
+from .pop import MAX_PARTS, pop
 from .trace import from_trace
 from .view import OBJECTIVES, diagnose
 
@@ -25,11 +28,20 @@ FAMILY = Family(
     sense=lambda options: "min" if options["objective"] == "servers" else "max",
     generate=generate,
     algorithms=(
+        # replaces the generic Pyomo route for --solver highs (other solvers still take the Pyomo model)
+        Method("exact", MethodKind.EXACT, exact_method,
+               "the exact ILP, solved to proven optimality (--solver, --gap); built as arrays for HiGHS, Pyomo for other solvers"),
         Method("ffd", MethodKind.HEURISTIC, ffd, "first-fit decreasing, task by task, rolling back jobs that do not fit",
                guarantee="none in general; 11/9 OPT + 6/9 (1-D bin packing) and OPT/2 (knapsack) in the special cases"),
+        Method("pop", MethodKind.HEURISTIC, pop,
+               "POP (SOSP 2021), our adaptation: random parts of jobs and servers, each solved exactly by HiGHS, combined",
+               guarantee="none in general (POP's argument: near-optimal on granular instances); parts=1 is the exact ILP"),
     ),
+    relaxation=lp_relaxation,
     diagnose=diagnose,
     options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed",
-                    problem=True),),
+                    problem=True),
+             Option("parts", 0, None, "pop: number of parts (0 = automatic from the instance's size)",
+                    minimum=0, maximum=MAX_PARTS)),
     trace=TraceImport(("alibaba",), from_trace),
 )

@@ -104,25 +104,31 @@ def objective_value(view: PackingView, decision: dict[str, Any], objective: str)
     return float(sum(weight[j] for j in decision["admitted"]))
 
 
+def greedy(view: PackingView, objective: str, jobs: np.ndarray | None = None) -> dict[str, Any] | None:
+    """FFD's decision for ``jobs`` (default: all) in the order and with the best-single fix of the
+    module docstring; ``None`` when ``servers`` mode cannot place every one of them."""
+    ids = np.arange(len(view.jobs)) if jobs is None else np.asarray(jobs, dtype=np.int64)
+    size = view.size()[ids]
+    if objective == "servers":
+        return _greedy(view, ids[np.lexsort((ids, -size))], fail_fast=True)
+    weight = np.array([view.jobs[j].weight for j in ids], dtype=float)
+    density = np.divide(weight, size, out=np.full_like(weight, np.inf), where=size > 0)
+    decision = _greedy(view, ids[np.lexsort((ids, -size, -density))], fail_fast=False)
+    if len(ids):
+        best = int(min(range(len(ids)), key=lambda k: (-weight[k], ids[k])))
+        if objective_value(view, decision, objective) < weight[best]:
+            alone = _greedy(view, ids[[best]], fail_fast=True)
+            if alone is not None:
+                decision = alone
+    return decision
+
+
 def ffd(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     """Run first-fit decreasing (see the module docstring for the order and the guarantee)."""
     start = time.perf_counter()
     view = packing_view(instance)
     objective = options["objective"]
-    size = view.size()
-    if objective == "servers":
-        order = np.lexsort((np.arange(len(size)), -size))
-        decision = _greedy(view, order, fail_fast=True)
-    else:
-        weight = np.array([job.weight for job in view.jobs])
-        density = np.divide(weight, size, out=np.full_like(weight, np.inf), where=size > 0)
-        order = np.lexsort((np.arange(len(size)), -size, -density))
-        decision = _greedy(view, order, fail_fast=False)
-        best_single = max(range(len(weight)), key=lambda j: (weight[j], -j), default=None)
-        if best_single is not None and objective_value(view, decision, objective) < weight[best_single]:
-            alone = _greedy(view, np.array([best_single]), fail_fast=True)
-            if alone is not None:
-                decision = alone
+    decision = greedy(view, objective)
     value = None if decision is None else objective_value(view, decision, objective)
     sense = "min" if objective == "servers" else "max"
     message = "" if decision is not None else "first-fit could not place every job (not a proof of infeasibility)"

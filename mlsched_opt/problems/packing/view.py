@@ -38,6 +38,10 @@ class PackingView:
     def count(self, task: str) -> np.ndarray:
         return self.workers if task == "worker" else self.ps
 
+    def pairs(self) -> int:
+        """How many (task kind, job, server) columns the exact model has: eligible pairs of jobs with such tasks."""
+        return sum(int(self.eligible[t][self.count(t) > 0].sum()) for t in ("worker", "ps"))
+
     def size(self) -> np.ndarray:
         """Each job's total demand as a fraction of the cluster, summed over resources (FFD's sort key)."""
         total = self.capacity.sum(axis=0)

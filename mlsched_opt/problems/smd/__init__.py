@@ -8,7 +8,9 @@ declared limit.
 
 Methods: ``exact`` (per-job enumeration + knapsack ILP, HiGHS or CP-SAT), ``smd``
 (Algorithm 1 grid + LPs, Algorithm 2 rounding, Frieze-Clarke), ``esw`` and ``optimus``
-(baseline inner allocations with the same outer knapsack).
+(baseline inner allocations with the same outer knapsack).  Each of them stops at its time
+limit with the best answer so far (jobs not yet sized are not admitted).  The family's bound
+(``relaxation``) is the knapsack LP of the exact model, on arrays (:func:`.formulation.lp_relaxation`).
 
 ``mlsched import philly|pollux --problem smd`` builds instances from real traces (:mod:`.trace`).
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 from ..base import Family, Method, MethodKind, Option, TraceImport
 from .baselines import ESW_VARIANTS, OPTIMUS_VARIANTS
 from .check import check
-from .formulation import build_model, decision_from_model
+from .formulation import build_model, decision_from_model, exact_start, lp_relaxation
 from .generate import OPTIONS as GENERATE_OPTIONS, generate
 from .inner import LP_ENGINES
 from .methods import (
@@ -73,4 +75,6 @@ FAMILY = Family(
         Option("optimus", "stop", OPTIMUS_VARIANTS, "Optimus stopping rule"),
     ),
     trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
+    relaxation=lp_relaxation,
+    start=exact_start,
 )

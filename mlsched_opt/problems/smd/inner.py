@@ -28,6 +28,7 @@ LP_ENGINES = ("vertex", "highs")
 MAX_BOX = 50_000_000
 _CHUNK = 8192
 _FIRST_CHUNK = 32
+_PRUNE_MARGIN = 1e-7
 
 
 class Allocation(NamedTuple):
@@ -120,14 +121,24 @@ def algorithm1(job: SmdJob, eps: float = 0.1, engine: str = "vertex", extend: bo
     LP (15) ``min zeta_J`` s.t. ``zeta_j <= nu_j``; keep the point with the smallest
     ``psi = sum nu + zeta_J + const``.  Grid points are visited in increasing ``sum nu`` and
     skipped once ``sum nu + l_J + const`` reaches the best ``psi`` (pruning that cannot change
-    the answer).  ``engine`` picks the LP solver (module :mod:`.ratios`).  After
+    the answer); the vertex engine also bounds every point by one-side-row LPs and visits the
+    points in increasing bound, with the same answer and about a tenth of the LPs on trace jobs
+    (:func:`_solve_vertex`).  ``engine`` picks the LP solver (module :mod:`.ratios`).  After
     ``deadline_s`` seconds the search stops with the best point so far (``complete=False``).
+    A job whose ``Omega`` is one point gets that point at once (one grid point, no LP).
     """
     if engine not in LP_ENGINES:
         raise OptionError(f"lp must be one of {', '.join(LP_ENGINES)}, got {engine!r}", field="--set lp")
     if not eps > 0:
         raise OptionError(f"epsilon1 must be > 0, got {eps}", field="--set epsilon1")
     start = time.perf_counter()
+    w_lo, w_hi, p_lo, p_hi = job.box()
+    if w_lo == w_hi and p_lo == p_hi and job.fits(w_lo, p_lo):
+        # Omega is a single point (most trace jobs: one worker, one PS): every term's range, the
+        # one-point grid and its LP all return it, so skip building them
+        x = np.array([w_lo, p_lo], dtype=float)
+        tau = float(job.completion_time(w_lo, p_lo))
+        return Fractional(x, tau, tau, 1, 0, time.perf_counter() - start)
     terms = ratio_terms(job)
     A, h = polygon(job)
     if len(terms) == 0:
@@ -152,12 +163,15 @@ def algorithm1(job: SmdJob, eps: float = 0.1, engine: str = "vertex", extend: bo
                           field="--set epsilon1")
     if grids:
         nu = np.stack([g.ravel() for g in np.meshgrid(*grids, indexing="ij")], axis=1)
-        nu = nu[np.argsort(nu.sum(axis=1), kind="stable")]
+        order = np.argsort(nu.sum(axis=1), kind="stable")
+        nu = nu[order]
     else:
-        nu = np.zeros((1, 0))
+        nu, order = np.zeros((1, 0)), np.zeros(1, dtype=int)
     floor_ = nu.sum(axis=1) + lo[J] + terms.const
-    solve = _solve_highs if engine == "highs" else _solve_vertex
-    x, psi, used, complete = solve(terms, J, others, A, h, nu, floor_, start + deadline_s)
+    if engine == "highs":
+        x, psi, used, complete = _solve_highs(terms, J, others, A, h, nu, floor_, start + deadline_s)
+    else:
+        x, psi, used, complete = _solve_vertex(terms, J, others, A, h, nu, floor_, start + deadline_s, grids, order)
     if x is None:  # only possible with the literal grid: no grid point admits a feasible x
         x = np.array([job.box()[0], job.box()[2]], dtype=float)
         psi = float(terms.values(x).sum() + terms.const)
@@ -193,29 +207,65 @@ def _solve_highs(terms, J, others, A, h, nu, floor_, stop_at):
     return best_x, best_psi, lp.solves, True
 
 
-def _solve_vertex(terms, J, others, A, h, nu, floor_, stop_at):
-    best_psi, best_x, used = math.inf, None, 0
+def _solve_vertex(terms, J, others, A, h, nu, floor_, stop_at, grids, order):
+    """The grid search with batched vertex LPs, visiting points in increasing lower bound.
+
+    Same answer as visiting them in increasing ``sum(nu)`` (their order in ``nu``) and keeping
+    the first strict improvement: the best is the lexicographic minimum of ``(psi, position)``,
+    and only points whose bound exceeds the best ``psi`` are skipped, so none of them could
+    have won or tied.  A good ``psi`` is found first, and then most of the grid is skipped.
+    """
     poly = SidedPolygon(A, h)
+    tight, used = _axis_floor(poly, terms, J, others, nu, grids, order)
+    tight = np.maximum(tight, floor_)
+    visit = np.argsort(tight, kind="stable")
+    best_psi, best_at, best_x = math.inf, len(nu), None
     start, size = 0, _FIRST_CHUNK
-    while start < len(nu):
+    while start < len(visit):
         if best_x is not None and time.perf_counter() > stop_at:
             return best_x, best_psi, used, False
         # small blocks first, so a good psi is known (and prunes) before the big vectorized ones
-        block = slice(start, start + size)
+        idx = visit[start:start + size]
         start, size = start + size, min(2 * size, _CHUNK)
-        live = floor_[block] < best_psi
+        # the margin keeps every point a rounding error in the bounds could hide
+        live = tight[idx] < best_psi + _PRUNE_MARGIN * (1.0 + abs(best_psi))
         if not live.any():
-            break
-        chunk = nu[block][live]
+            break  # visited in increasing bound: every later point is skipped too
+        idx = idx[live]
+        chunk = nu[idx]
         rows, rhs = side_rows(terms, others, chunk)
         val, xs = poly.minimum(terms.a[J], terms.q[J], terms.c[J], terms.d[J], rows, rhs)
         used += len(chunk)
         psi = chunk.sum(axis=1) + val + terms.const
         psi = np.where(np.isnan(psi), np.inf, psi)
-        k = int(np.argmin(psi))
-        if psi[k] < best_psi:
-            best_psi, best_x = float(psi[k]), xs[k]
+        least = psi.min()
+        if not np.isfinite(least) or least > best_psi:
+            continue
+        ties = np.flatnonzero(psi == least)
+        k = ties[np.argmin(idx[ties])]
+        if least < best_psi or idx[k] < best_at:
+            best_psi, best_at, best_x = float(least), int(idx[k]), xs[k]
     return best_x, best_psi, used, True
+
+
+def _axis_floor(poly: SidedPolygon, terms: Terms, J: int, others: np.ndarray, nu: np.ndarray, grids: list[np.ndarray],
+                order: np.ndarray) -> tuple[np.ndarray, int]:
+    """A lower bound on every grid point's ``psi``, and the LPs it took.
+
+    Dropping all side rows but ``zeta_j <= nu_j`` enlarges the LP's polygon, so its optimum
+    ``z_j(nu_j)`` is at most the grid point's; hence ``psi(nu) >= sum nu + const + max_j z_j(nu_j)``
+    (infinite when one side row alone leaves nothing).  One LP per value of each axis, against
+    one per grid point: on trace jobs it skips about nine in ten of the grid's LPs.
+    """
+    if not grids:
+        return np.full(len(nu), -np.inf), 0
+    per_axis = []
+    for k, g in enumerate(grids):
+        rows, rhs = side_rows(terms, others[k:k + 1], g[:, None])
+        z, _ = poly.minimum(terms.a[J], terms.q[J], terms.c[J], terms.d[J], rows, rhs)
+        per_axis.append(np.where(np.isnan(z), np.inf, z))
+    best = np.maximum.reduce([m.ravel() for m in np.meshgrid(*per_axis, indexing="ij")])
+    return nu.sum(axis=1) + terms.const + best[order], sum(len(g) for g in grids)
 
 
 def scale_factor(job: SmdJob, delta: float) -> float:
@@ -272,6 +322,8 @@ def algorithm2(job: SmdJob, x: np.ndarray, attempts: int, rng: np.random.Generat
     prob = prob / prob.sum()
     ok = job.fits(w, p) & (w >= 1) & (p >= 1)
     tau = np.where(ok, job.completion_time(np.maximum(w, 1), np.maximum(p, 1)), np.inf)
+    if len(outcomes) == 1 and ok[0]:  # an integer x: every draw is x itself
+        return Allocation(int(w[0]), int(p[0]), float(tau[0])), attempts, False
     draws = rng.choice(len(outcomes), size=attempts, p=prob)
     used = attempts
     if ok[draws].any():

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ...clock import progress as report_progress
 from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
@@ -73,8 +74,10 @@ def _finish(name: str, view: SmdView, allocations: list[Allocation], stats: dict
     objective = float(sum(u[j.index] for j in view.jobs if j.id in chosen))
     by_id = {j.id: a for j, a in zip(view.jobs, allocations)}
     message = ", ".join(f"{k}={_short(v)}" for k, v in stats.items())
-    if stats.get("outer_complete") is False or stats.get("grid_complete") is False:
+    if stats.get("outer_complete") is False or stats.get("grid_complete") is False or stats.get("unsized"):
         message += "; cut short by the time limit: the best answer found so far (guarantees void)"
+        if stats.get("unsized"):
+            message += f"; {stats['unsized']} jobs not yet sized were not admitted"
     report = heuristic_report("max", objective, time.perf_counter() - start, name,
                               {**options, "seed": solve_options.seed}, message)
     return MethodResult(report, decision(admitted, by_id, stats))
@@ -85,18 +88,26 @@ def _short(v: Any) -> str:
 
 
 def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
-    """Algorithm 1 + Algorithm 2 per job, then Frieze-Clarke over the jobs."""
+    """Algorithm 1 + Algorithm 2 per job, then Frieze-Clarke over the jobs.
+
+    Anytime: ``start + time_limit`` is a hard deadline for the whole run; jobs not yet sized
+    when it passes are not admitted, and the answer says it was cut short."""
     start = time.perf_counter()
     validate(options)
     view = smd_view(instance, options["overlap"])
     allocations: list[Allocation] = []
-    lps = grid = draws = fallbacks = 0
+    lps = grid = draws = fallbacks = unsized = 0
     grid_complete = True
     alg1_s = 0.0
     deadline = start + solve_options.time_limit
-    for job in view.jobs:
+    for k, job in enumerate(view.jobs):
+        report_progress(k, len(view.jobs))
         if not job.admissible:
             allocations.append(NONE)
+            continue
+        if time.perf_counter() > deadline:
+            allocations.append(NONE)
+            unsized += 1
             continue
         if options["inner"] == "enumerate":
             allocations.append(best_integer(job))
@@ -117,6 +128,8 @@ def run_smd(instance: Instance, options: Mapping[str, Any], solve_options: Solve
     if options["inner"] == "grid":
         stats.update({"grid_points": grid, "lps": lps, "alg1_s": alg1_s, "draws": draws, "fallbacks": fallbacks,
                       "grid_complete": bool(grid_complete)})
+    if unsized:  # only when the deadline left some, so an uncut run's decision is what it always was
+        stats["unsized"] = unsized
     return _finish("smd", view, allocations, stats, options, solve_options, start)
 
 
@@ -125,8 +138,18 @@ def _baseline(name: str, inner: Callable[[SmdJob, str], Allocation], variant_opt
         start = time.perf_counter()
         validate(options)
         view = smd_view(instance, options["overlap"])
-        allocations = [inner(job, options[variant_option]) if job.admissible else NONE for job in view.jobs]
-        return _finish(name, view, allocations, {"variant": options[variant_option]}, options, solve_options, start)
+        deadline = start + solve_options.time_limit
+        allocations: list[Allocation] = []
+        unsized = 0
+        for job in view.jobs:
+            runs = job.admissible
+            late = runs and time.perf_counter() > deadline
+            unsized += late
+            allocations.append(inner(job, options[variant_option]) if runs and not late else NONE)
+        stats: dict[str, Any] = {"variant": options[variant_option]}
+        if unsized:
+            stats["unsized"] = unsized
+        return _finish(name, view, allocations, stats, options, solve_options, start)
 
     return run
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,12 +85,14 @@ def frieze_clarke(u: np.ndarray, weights: np.ndarray, capacity: np.ndarray, eps:
     visited = 0
     stop_at = start + deadline_s
     complete = True
+    room = capacity + _TOL * np.maximum(1, capacity)
 
-    def visit(S: list[int], used: np.ndarray, value: float) -> None:
+    def visit(S: list[int], used: np.ndarray, value: float) -> tuple[list[int], np.ndarray, float, Iterator[int]] | None:
+        """Bound and solve ``S``'s LP; the frame of its children still to visit, or None."""
         nonlocal best_val, best_x, visited, complete
-        if not complete or (visited and time.perf_counter() > stop_at):  # the root LP always runs
+        if visited and time.perf_counter() > stop_at:  # the root LP always runs
             complete = False
-            return
+            return None
         visited += 1
         last_u = uu[S[-1]] if S else math.inf
         lo, hi = np.zeros(n), np.ones(n)
@@ -99,23 +102,34 @@ def frieze_clarke(u: np.ndarray, weights: np.ndarray, capacity: np.ndarray, eps:
         hi[fixed_zero] = 0.0
         free = (hi > 0) & (lo == 0)
         if value + uu[free].sum() <= best_val + _TOL:
-            return
+            return None
         lp.set_col_bounds(lo, hi)
         res = lp.solve()
         if res.status != "optimal" or res.x is None or res.objective is None or res.objective <= best_val + _TOL:
-            return  # (an optimal result always has x and objective)
+            return None  # (an optimal result always has x and objective)
         x = res.x >= 1 - 1e-7
         z = float(uu[x].sum())
         if z > best_val + _TOL:
             best_val, best_x = z, x
         if len(S) == k:
-            return
-        for j in range(S[-1] + 1 if S else 0, n):
-            nxt = used + ww[j]
-            if np.all(nxt <= capacity + _TOL * np.maximum(1, capacity)):
-                visit(S + [j], nxt, value + uu[j])
+            return None
+        first = S[-1] + 1 if S else 0
+        fits = np.all(used + ww[first:] <= room, axis=1)  # infeasible subsets end their subtree
+        return S, used, value, iter((first + np.flatnonzero(fits)).tolist())
 
-    visit([], np.zeros(len(capacity)), 0.0)
+    # depth first with an explicit stack: k may exceed Python's recursion limit, and the deadline
+    # must stop the whole search at once, not one level at a time
+    root = visit([], np.zeros(len(capacity)), 0.0)
+    stack = [root] if root is not None else []
+    while stack and complete:
+        S, used, value, children = stack[-1]
+        j = next(children, None)
+        if j is None:
+            stack.pop()
+            continue
+        child = visit(S + [j], used + ww[j], value + uu[j])
+        if child is not None:
+            stack.append(child)
     chosen[order[best_x]] = True
     return KnapsackResult(chosen, float(u[chosen].sum()), visited, lp.solves, time.perf_counter() - start, k, complete=complete)
 

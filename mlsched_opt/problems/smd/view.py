@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -172,7 +173,7 @@ def _theta(instance: Instance, job: Job, speed: Mapping[str, Any], overlap: str)
             raise InstanceError(f"eta has three entries (eta1, eta2, eta3); got {len(eta)}", file, f"{path}.eta")
     else:
         scheme = speed.get("overlap", "wait-free") if overlap == "instance" else overlap
-        eta = iteration_timing(scheme, f, b, r, speed.get("slice_ms", 0.0)).eta
+        eta = _eta(scheme, f.tobytes(), b.tobytes(), r.tobytes(), float(speed.get("slice_ms", 0.0)))
     t_f, t_b = f.sum() / 1000.0, b.sum() / 1000.0
     comm = 2.0 * iterations * eta[2] * gradient * 8.0 / 1000.0 / bandwidth
     beta1 = iterations * speed.get("worker_overhead_s", 0.0)
@@ -184,6 +185,14 @@ def _theta(instance: Instance, job: Job, speed: Mapping[str, Any], overlap: str)
         batch = _need(instance, job, job.local_batch_size, "local_batch_size", "the per-worker mini-batch m of an async job")
         coefficients = [beta1, beta2, iterations * (eta[0] * batch * t_f + eta[1] * t_b), speed.get("async_share", 1.0) * comm]
     return np.array(coefficients, dtype=float), eta
+
+
+@lru_cache(maxsize=4096)
+def _eta(scheme: str, f: bytes, b: bytes, r: bytes, phi: float) -> tuple[float, float, float]:
+    """``eta`` of a layer profile, once per distinct profile: thousands of trace jobs share a
+    few catalog models, and the overlap schemes walk their layers in Python."""
+    f_ms, b_ms, r_ms = (np.frombuffer(x, dtype=float) for x in (f, b, r))
+    return iteration_timing(scheme, f_ms, b_ms, r_ms, phi).eta
 
 
 def _layers(instance: Instance, job: Job, speed: Mapping[str, Any], bandwidth: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,187 @@
+"""The wall-clock promise of one command (``--time-limit`` bounds the whole command), and the
+cores it may use.
+
+Loading, building, translating, solving, the algorithm, the bound, the checker and the writing
+all count.  :class:`CommandClock` hands each phase what is left of the budget (methods treat
+their ``time_limit`` as a deadline and are anytime), and :class:`Watchdog` is the backstop for a
+phase that does not return in time (a model still in Pyomo, a solver that ignores its limit):
+at the deadline it finishes the command with what it has (the answer if there is one, else a
+``time-limit-no-solution`` report) and ends the process.  The watchdog is armed only in a real
+``mlsched`` process, never when :func:`mlsched_opt.cli.main` runs in-process (tests), where
+ending the process would end the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TextIO
+
+log = logging.getLogger(__name__)
+
+#: share of the limit kept for checking the answer and writing it (the promise is the limit + 10 %)
+RESERVE_SHARE = 0.05
+#: share of what is left that an approximation leaves for its proven bound
+BOUND_SHARE = 0.2
+#: the least a phase is given: it still starts, and an anytime method returns at once
+MIN_PHASE_S = 0.01
+
+
+def process_age() -> float:
+    """Seconds since this process started (interpreter start-up and imports count against the
+    limit too); 0 where the system does not say."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            # field 22 (after the parenthesized name, which may hold spaces) is the start time in ticks
+            started = int(fh.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime", encoding="ascii") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(uptime - started, 0.0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
+@dataclass(frozen=True)
+class CommandClock:
+    """The deadline of one command, ``limit`` seconds after ``start`` (a ``perf_counter`` value)."""
+
+    start: float
+    limit: float
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.limit
+
+    @property
+    def reserve(self) -> float:
+        return RESERVE_SHARE * self.limit
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def budget(self, keep: float = 0.0) -> float:
+        """Seconds a phase may take so that ``keep`` seconds and the reserve remain."""
+        return max(self.left() - self.reserve - keep, MIN_PHASE_S)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+
+class Watchdog:
+    """At ``deadline``, call ``finish`` (which prints what the command has and returns its exit
+    code) and end the process, unless the command has :meth:`claim`-ed the output first."""
+
+    def __init__(self, deadline: float, finish: Callable[[], int]):
+        self._finish = finish
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # the command is writing its own answer
+        try:
+            code = self._finish()
+        except BaseException:  # the process ends either way; say why
+            log.exception("could not finish at the time limit")
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    def claim(self) -> None:
+        """The command writes its answer itself; blocks forever if the watchdog already is (it ends
+        the process)."""
+        self._lock.acquire()
+        self._timer.cancel()
+
+
+def usable_cpus() -> int:
+    """The cores this process may run on (its affinity mask, which ``taskset`` or a container's
+    cpuset narrows; a CPU quota such as ``docker --cpus`` does not show here), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_threads() -> int:
+    """Solver threads of a single ``solve`` or ``compare``: ``$MLSCHED_THREADS`` if set, else every
+    usable core (a sweep runs one thread per task instead).  ``--threads 1`` (or
+    ``MLSCHED_THREADS=1``) makes runs repeatable: CP-SAT's parallel workers race to their answers."""
+    raw = os.environ.get("MLSCHED_THREADS", "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            from .errors import OptionError
+
+            raise OptionError(f"must be a whole number of threads, got {raw!r}", field="$MLSCHED_THREADS") from None
+        return value
+    return usable_cpus()
+
+
+# --- progress of a long run --------------------------------------------------------------------
+
+_listeners: list[Callable[[int, int, str], None]] = []
+
+
+def progress(done: int, total: int, unit: str = "jobs") -> None:
+    """A method's loop says how far it is (``done`` of ``total`` ``unit``); nearly free when no
+    one listens, so a loop may call it once per job."""
+    if _listeners:
+        _listeners[-1](done, total, unit)
+
+
+@contextmanager
+def listening(listener: Callable[[int, int, str], None]) -> Iterator[None]:
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+class TerminalProgress:
+    """``--method oasis: 812/2000 jobs (41%), elapsed 0:12, ETA 0:17`` on one line of a terminal
+    (redrawn at most every ``every_s``; nothing when the stream is not a terminal, so logs and
+    pipes stay clean), cleared by :meth:`close`."""
+
+    def __init__(self, label: str, clock: CommandClock, stream: TextIO | None = None, every_s: float = 0.5):
+        self.label, self.clock, self.every_s = label, clock, every_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.active = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.start = time.perf_counter()
+        self._last = -math.inf
+        self._drawn = False
+
+    def __call__(self, done: int, total: int, unit: str) -> None:
+        now = time.perf_counter()
+        if not self.active or (now - self._last < self.every_s and done < total):
+            return
+        self._last = now
+        elapsed = now - self.start
+        eta = "-" if done <= 0 else _clock_text(min(elapsed / done * (total - done), max(self.clock.left(), 0.0)))
+        pct = 100.0 * done / total if total else 100.0
+        self.stream.write(f"\r{self.label}: {done}/{total} {unit} ({pct:.0f}%), elapsed {_clock_text(elapsed)}, "
+                          f"ETA {eta} ".ljust(78))
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()
+
+
+def _clock_text(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes}:{secs:02d}"

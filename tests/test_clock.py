@@ -1,0 +1,167 @@
+"""--time-limit is a promise for the whole command: each phase gets what is left, an approximation
+reports a proven bound in the time it leaves, and a phase that does not return is ended by the
+watchdog with what the command has (issue 18)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from mlsched_opt.clock import (
+    CommandClock,
+    TerminalProgress,
+    default_threads,
+    listening,
+    process_age,
+    progress,
+    usable_cpus,
+)
+from mlsched_opt.problems.base import Family
+from mlsched_opt.report import SolveReport
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "instances" / "demo.toml"
+
+
+def test_process_age_is_the_time_since_this_process_started():
+    age = process_age()
+    assert age > 0
+    child = subprocess.run([sys.executable, "-c", "from mlsched_opt.clock import process_age; print(process_age())"],
+                           capture_output=True, text=True, check=True)
+    assert float(child.stdout) < age  # a fresh process is younger than this one
+
+
+def test_each_phase_gets_what_is_left_less_the_reserve():
+    clock = CommandClock(time.perf_counter() - 4.0, 10.0)  # 4 s already gone
+    assert clock.budget() == pytest.approx(10 - 4 - 0.5, abs=0.05)  # 5 % kept for checking and writing
+    assert clock.budget(keep=2.0) == pytest.approx(10 - 4 - 0.5 - 2, abs=0.05)
+    late = CommandClock(time.perf_counter() - 20.0, 10.0)
+    assert late.budget() == 0.01  # past the deadline a phase still starts, and an anytime method returns at once
+
+
+def test_an_approximation_reports_the_familys_proven_bound_and_the_certified_ratio(run):
+    code, out, _ = run("solve", DEMO, "--method", "ffd", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "feasible" and doc["check"]["feasible"]
+    assert doc["bound"] >= doc["objective"] > 0  # max: the LP relaxation is above every answer
+    ratio = doc["bound"] / doc["objective"]
+    assert f"ratio <= {ratio:.6g} (certified)" in doc["message"]
+    code, out, _ = run("solve", DEMO, "--method", "exact", "--json")
+    assert json.loads(out)["objective"] <= doc["bound"] + 1e-9
+    code, out, _ = run("solve", DEMO, "--method", "ffd", "--json", "--no-bound")
+    assert code == 0 and json.loads(out)["bound"] is None
+
+
+def test_a_bound_the_checked_answer_beats_is_disputed_not_reported(run, monkeypatch):
+    def too_low(self, instance, options, solve_options):
+        return SolveReport(status="optimal", objective=1.0, bound=1.0, sense="max", solver="fake", solver_version="")
+
+    monkeypatch.setattr(Family, "lp_bound", too_low)
+    code, out, err = run("solve", DEMO, "--method", "ffd", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["status"] == "disputed" and doc["bound"] is None
+    assert "is beaten by the checked answer" in doc["message"] and "DISPUTED" in err
+
+
+STALL = """
+import time
+from mlsched_opt.problems import base
+def stall(*args, **kwargs):
+    time.sleep(600)  # a phase that never returns in time (a model still in Pyomo, a solver past its limit)
+base.Family.{name} = stall
+"""
+
+
+def _stalled(tmp_path, name, *args):
+    """Run ``mlsched`` as a process of its own (the watchdog is armed), with ``Family.<name>`` stalled."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent(STALL.format(name=name)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    code = "import sys; from mlsched_opt.cli import main; sys.argv[0] = 'mlsched'; main()"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=tmp_path)
+
+
+def test_the_watchdog_ends_a_stalled_solve_with_no_solution_and_writes_the_report(tmp_path):
+    out = tmp_path / "sol.json"
+    done = _stalled(tmp_path, "run", "solve", DEMO, "--method", "exact", "--time-limit", "12", "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert "time-limit-no-solution" in done.stdout
+    assert "stopped at the command's time limit (12 s) in --method exact" in done.stdout
+    report = json.loads(out.read_text())["report"]
+    assert report["status"] == "time-limit-no-solution" and report["solver"] == "highs"
+
+
+def test_the_watchdog_keeps_the_answer_when_the_bound_stalls(tmp_path):
+    done = _stalled(tmp_path, "lp_bound", "solve", DEMO, "--method", "ffd", "--time-limit", "12", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "feasible" and doc["check"]["feasible"] and doc["bound"] is None
+    assert "stopped at the command's time limit (12 s) in the bound" in doc["message"]
+
+
+def test_a_single_solve_uses_every_usable_core_unless_told(run, monkeypatch):
+    monkeypatch.delenv("MLSCHED_THREADS")
+    assert default_threads() == usable_cpus()
+    code, out, _ = run("solve", DEMO, "--method", "exact", "--json")
+    assert code == 0 and json.loads(out)["options"]["threads"] == usable_cpus()
+    monkeypatch.setenv("MLSCHED_THREADS", "1")
+    code, out, err = run("solve", DEMO, "--method", "exact", "--json", "--no-certify")
+    assert code == 0 and json.loads(out)["options"]["threads"] == 1, out + err
+    code, out, _ = run("solve", DEMO, "--method", "exact", "--json", "--threads", "3", "--no-certify")
+    assert code == 0 and json.loads(out)["options"]["threads"] == 3  # the command line wins
+    monkeypatch.setenv("MLSCHED_THREADS", "many")
+    code, _, err = run("solve", DEMO, "--method", "exact")
+    assert code == 2 and "$MLSCHED_THREADS" in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_drawn_on_a_terminal_only_and_cleared():
+    clock = CommandClock(time.perf_counter(), 60.0)
+    screen = _Terminal()
+    bar = TerminalProgress("--method oasis", clock, stream=screen, every_s=0.0)
+    with listening(bar):
+        progress(0, 4)
+        progress(2, 4)
+        progress(4, 4)
+    bar.close()
+    text = screen.getvalue()
+    assert "--method oasis: 0/4 jobs (0%)" in text and "ETA -" in text
+    assert "2/4 jobs (50%)" in text and "4/4 jobs (100%)" in text and "ETA 0:00" in text
+    assert text.endswith("\r")  # the line is cleared for what follows
+    pipe = io.StringIO()  # not a terminal: nothing (a log or a pipe stays clean)
+    quiet = TerminalProgress("x", clock, stream=pipe, every_s=0.0)
+    with listening(quiet):
+        progress(1, 2)
+    quiet.close()
+    assert pipe.getvalue() == ""
+    progress(1, 2)  # no listener: nothing happens
+
+
+@pytest.mark.parametrize(("problem", "method", "unit"), [("oasis", "oasis", "slots"), ("smd", "smd", "jobs"),
+                                                         ("locality", "greedy-rr", "jobs"), ("harmony", "standalone", "jobs")])
+def test_long_methods_report_their_progress(problem, method, unit):
+    from mlsched_opt.io import load_instance
+    from mlsched_opt.problems import get_family
+    from mlsched_opt.solvers import SolveOptions
+
+    calls: list[tuple[int, int, str]] = []
+    family = get_family(problem)
+    inst = load_instance(ROOT / "instances" / f"{problem}-toy.toml")
+    with listening(lambda done, total, what: calls.append((done, total, what))):
+        family.run(inst, method, SolveOptions(), {})
+    assert calls and all(what == unit and 0 <= done <= total for done, total, what in calls), calls
+    assert [done for done, _, _ in calls] == sorted(done for done, _, _ in calls)  # forward only
