@@ -537,24 +537,27 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
     ending = _SolveEnding(family, method, inst, options, file, out, inputs, as_json, clock, state,
                           solver if kind == "exact" else method)
     watchdog = Watchdog(clock.deadline, ending.at_deadline) if _COMMAND["watchdog"] else None
-    log.debug("running %s with %s (whole command: %.1f s left)", method, solve_options, clock.left())
-    # progress on a terminal (INFO: --quiet asks for none)
-    bar = TerminalProgress(f"--method {method}", clock) if log.isEnabledFor(logging.INFO) else None
     try:
-        with listening(bar if bar is not None else (lambda *_: None)):
-            sol = family.run(inst, method, solve_options, options)
-    finally:
-        if bar is not None:
-            bar.close()
-    state["solution"] = sol
-    log.debug("%s: %s in %.3f s", method, sol.report.status, sol.report.wall_s)
-    check = ending.check(sol)
-    if with_bound and (check is None or check.feasible):
-        state["phase"] = "the bound"
-        sol = ending.add_bound(sol, dataclasses.replace(solve_options, time_limit=clock.budget()))
+        log.debug("running %s with %s (whole command: %.1f s left)", method, solve_options, clock.left())
+        # progress on a terminal (INFO: --quiet asks for none)
+        ending.bar = TerminalProgress(f"--method {method}", clock) if log.isEnabledFor(logging.INFO) else None
+        try:
+            with listening(ending.bar if ending.bar is not None else (lambda *_: None)):
+                sol = family.run(inst, method, solve_options, options)
+        finally:
+            ending.close_bar()
         state["solution"] = sol
-    if watchdog is not None:
-        watchdog.claim()
+        log.debug("%s: %s in %.3f s", method, sol.report.status, sol.report.wall_s)
+        state["phase"] = "the check"
+        check = ending.check(sol)
+        if with_bound and (check is None or check.feasible):
+            state["phase"] = "the bound"
+            sol = ending.add_bound(sol, dataclasses.replace(solve_options, time_limit=clock.budget()))
+            state["solution"] = sol
+    finally:
+        # the command ends itself from here on, with its answer or with an error on its way out
+        if watchdog is not None:
+            watchdog.claim()
     return ending.finish(sol, check)
 
 
@@ -566,22 +569,41 @@ class _SolveEnding:
         self.family, self.method, self.inst, self.options, self.solver = family, method, inst, options, solver
         self.file, self.out, self.inputs, self.as_json, self.clock, self.state = file, out, inputs, as_json, clock, state
         self.checked: dict[int, Any] = {}
+        self.checking = threading.Event()  # set while the main thread runs the checker
+        self.check_done = threading.Event()
+        self.bar = None
+
+    def close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
     def check(self, sol):
+        """The checker's verdict on ``sol``'s decision (once per decision).  Called by the watchdog
+        while the main thread is checking the same answer, it waits a little for that verdict
+        instead of running a second checker beside it (None if it does not come)."""
+        from .clock import CHECK_WAIT_SHARE
         from .problems import check_solution
 
         if sol.decision is None:
             return None
-        if id(sol.decision) not in self.checked:
-            self.checked[id(sol.decision)] = check_solution(self.inst, sol, self.options)
-            result = self.checked[id(sol.decision)]
-            log.debug("checker: %s", "feasible" if result.feasible else f"{len(result.violations)} violations")
-        return self.checked[id(sol.decision)]
+        key = id(sol.decision)
+        if key in self.checked:
+            return self.checked[key]
+        if self.checking.is_set() and threading.current_thread() is not threading.main_thread():
+            self.check_done.wait(CHECK_WAIT_SHARE * self.clock.limit)
+            return self.checked.get(key)
+        self.checking.set()
+        result = check_solution(self.inst, sol, self.options)
+        self.checked[key] = result
+        self.check_done.set()
+        log.debug("checker: %s", "feasible" if result.feasible else f"{len(result.violations)} violations")
+        return result
 
     def add_bound(self, sol, solve_options):
         """The family's proven bound on the optimum, in the report of an approximation's answer."""
         from .report import approximation_ratio
-        from .tolerances import SAME_VALUE_TOL
+        from .tolerances import CERTIFY_REL_TOL  # an LP bound is as accurate as the solver's tolerances
 
         rep = sol.report
         label = self.family.bound_label.replace(" (bound)", "")
@@ -590,11 +612,15 @@ class _SolveEnding:
         except UserError as exc:  # a model too large to build for the bound: the answer stands alone
             note = f"no bound: {exc.message()}"
             return dataclasses.replace(sol, report=dataclasses.replace(rep, message="; ".join(filter(None, [rep.message, note]))))
+        except Exception as exc:  # a failing bound must not cost the checked answer
+            log.debug("the bound failed", exc_info=True)
+            note = f"no bound: the {label} failed ({type(exc).__name__}: {exc})"
+            return dataclasses.replace(sol, report=dataclasses.replace(rep, message="; ".join(filter(None, [rep.message, note]))))
         value = found.bound if found.status in ("optimal", "feasible") else None
         if value is None:
             note = f"no bound: the {label} ended {found.status} in {found.wall_s:.2f} s"
-        elif rep.objective is not None and (rep.objective > value + SAME_VALUE_TOL * max(1.0, abs(value)) if rep.sense == "max"
-                                             else rep.objective < value - SAME_VALUE_TOL * max(1.0, abs(value))):
+        elif rep.objective is not None and (rep.objective > value + CERTIFY_REL_TOL * max(1.0, abs(value)) if rep.sense == "max"
+                                             else rep.objective < value - CERTIFY_REL_TOL * max(1.0, abs(value))):
             note = (f"the {label} {value:.6g} is beaten by the checked answer {rep.objective:.6g}: it is not a bound "
                     f"(a defect of the relaxation or the solver; please report it)")
             return dataclasses.replace(sol, report=dataclasses.replace(
@@ -623,7 +649,13 @@ class _SolveEnding:
         else:
             sol = dataclasses.replace(sol, report=dataclasses.replace(
                 sol.report, message="; ".join(filter(None, [sol.report.message, note]))))
-        return self.finish(sol, self.check(sol))
+        self.close_bar()
+        check = self.check(sol)
+        if sol.decision is not None and check is None:  # the checker itself ran out of time: never claim a checked answer
+            sol = dataclasses.replace(sol, report=dataclasses.replace(
+                sol.report, message=sol.report.message + "; not checked: the checker did not finish in time"))
+            return max(self.finish(sol, None), 1)
+        return self.finish(sol, check)
 
     def finish(self, sol, check) -> int:
         write_error = None
@@ -746,7 +778,7 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
                           field="--format")
     inputs = (file, *_catalog_files(inst.catalog))
     check_writable(output, inputs)  # before building the model
-    check_model_size(inst, "the exported model")
+    check_model_size(inst, "the exported model", None if family.model_cells is None else family.model_cells(inst))
     model = family.build_model(inst, options)
     with atomic_path(output, inputs) as tmp:
         export_model(model, tmp, fmt)
@@ -1043,14 +1075,23 @@ def completion(shell: str) -> int:
 _COMMAND: dict[str, Any] = {"watchdog": False, "start": None}
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors end in one line and exit code 2, never a traceback."""
+def console_main() -> None:
+    """The ``mlsched`` command (console script, ``python -m mlsched_opt``): a process of its own, so
+    its clock starts when the process started and its watchdog may end it."""
+    main(None, process=True)
+
+
+def main(argv: list[str] | None = None, *, process: bool = False) -> None:
+    """Entry point: user errors end in one line and exit code 2, never a traceback.
+
+    Called in-process (tests, a notebook), the command's clock starts at this call and no
+    watchdog is armed (it would end the caller); ``process=True`` is for :func:`console_main`.
+    """
     from .clock import process_age
     from .io.files import set_limits
 
-    # a console-script call (argv from sys.argv) is a process of its own, which the watchdog may end
-    _COMMAND["watchdog"] = argv is None
-    _COMMAND["start"] = time.perf_counter() - (process_age() if argv is None else 0.0)
+    _COMMAND["watchdog"] = process
+    _COMMAND["start"] = time.perf_counter() - (process_age() if process else 0.0)
 
     try:
         code = cli.main(args=argv, prog_name="mlsched", standalone_mode=False)
@@ -1068,8 +1109,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     finally:
         set_limits(())  # --limit holds for one command (main runs many times in one test process)
+        _COMMAND.update(watchdog=False, start=None)
     sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
-    main()
+    console_main()

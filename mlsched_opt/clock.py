@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 #: share of the limit kept for checking the answer and writing it (the promise is the limit + 10 %)
 RESERVE_SHARE = 0.05
+#: share of the limit the watchdog waits, past the deadline, for a check already running (a second
+#: check of the same answer would only slow both)
+CHECK_WAIT_SHARE = 0.05
 #: share of what is left that an approximation leaves for its proven bound
 BOUND_SHARE = 0.2
 #: the least a phase is given: it still starts, and an anytime method returns at once
@@ -81,6 +84,7 @@ class Watchdog:
     def __init__(self, deadline: float, finish: Callable[[], int]):
         self._finish = finish
         self._lock = threading.Lock()
+        self._claimed = False
         self._timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), self._fire)
         self._timer.daemon = True
         self._timer.start()
@@ -98,10 +102,12 @@ class Watchdog:
         os._exit(code)
 
     def claim(self) -> None:
-        """The command writes its answer itself; blocks forever if the watchdog already is (it ends
-        the process)."""
-        self._lock.acquire()
-        self._timer.cancel()
+        """The command ends itself (with its answer, or an error on its way out); blocks forever if
+        the watchdog already is ending it (it ends the process).  Calling it again is harmless."""
+        if not self._claimed:
+            self._lock.acquire()
+            self._claimed = True
+            self._timer.cancel()
 
 
 def usable_cpus() -> int:

@@ -42,7 +42,9 @@ class SolveOptions:
         Relative gap at which an exact solver may stop and claim optimality.  Set explicitly
         (HiGHS's own default would be 1e-4).
     threads
-        Solver threads.  1 by default, which makes runs repeatable for a given seed.
+        Solver threads.  1 by default here (a sweep runs one per task), which makes runs repeatable
+        for a given seed; ``mlsched solve`` and ``compare`` default to every usable core
+        (:func:`~mlsched_opt.clock.default_threads`).
     seed
         Random seed for the solver and for randomized algorithms.
     certify

@@ -86,7 +86,7 @@ def _stalled(tmp_path, name, *args):
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(STALL.format(name=name)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    code = "import sys; from mlsched_opt.cli import main; sys.argv[0] = 'mlsched'; main()"
+    code = "import sys; from mlsched_opt.cli import console_main; sys.argv[0] = 'mlsched'; console_main()"
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env,
                           timeout=300, cwd=tmp_path)
 
@@ -165,3 +165,75 @@ def test_long_methods_report_their_progress(problem, method, unit):
         family.run(inst, method, SolveOptions(), {})
     assert calls and all(what == unit and 0 <= done <= total for done, total, what in calls), calls
     assert [done for done, _, _ in calls] == sorted(done for done, _, _ in calls)  # forward only
+
+
+def test_a_bound_that_fails_costs_no_answer(run, monkeypatch, tmp_path):
+    def broken(self, instance, options, solve_options):
+        raise RuntimeError("HiGHS refused the arrays")
+
+    monkeypatch.setattr(Family, "lp_bound", broken)
+    out = tmp_path / "sol.json"
+    code, text, _ = run("solve", DEMO, "--method", "ffd", "--json", "--out", out)
+    doc = json.loads(text)
+    assert code == 0 and doc["status"] == "feasible" and doc["check"]["feasible"] and doc["bound"] is None
+    assert "no bound: the lp-relaxation failed (RuntimeError: HiGHS refused the arrays)" in doc["message"]
+    assert json.loads(out.read_text())["report"]["objective"] == doc["objective"]
+
+
+def test_a_bound_within_the_solvers_accuracy_is_no_dispute(run, monkeypatch):
+    """An LP bound is as accurate as HiGHS's tolerances (about 1e-7): an answer that reaches it up
+    to that is certified at ratio 1, not disputed."""
+    code, out, _ = run("solve", DEMO, "--method", "ffd", "--json", "--no-bound")
+    value = json.loads(out)["objective"]
+
+    def just_below(self, instance, options, solve_options):
+        return SolveReport(status="optimal", objective=value * (1 - 1e-8), bound=value * (1 - 1e-8), sense="max",
+                           solver="fake", solver_version="")
+
+    monkeypatch.setattr(Family, "lp_bound", just_below)
+    code, out, _ = run("solve", DEMO, "--method", "ffd", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "feasible" and "ratio <= 1 (certified)" in doc["message"]
+
+
+def test_the_watchdog_stays_silent_when_the_command_fails_first(tmp_path):
+    """A command that ends in a user error disarms its watchdog: one error line, exit 2, nothing
+    printed at the deadline afterwards."""
+    site = tmp_path / "site"
+    site.mkdir()
+    # the method refuses the instance at once, then the process lingers past the deadline
+    (site / "sitecustomize.py").write_text(textwrap.dedent("""
+        import atexit, time
+        from mlsched_opt.errors import OptionError
+        from mlsched_opt.problems import base
+        def refuse(*args, **kwargs):
+            raise OptionError("refused for the test", field="--method")
+        base.Family.run = refuse
+        atexit.register(lambda: time.sleep(10))
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    code = "import sys; from mlsched_opt.cli import console_main; sys.argv[0] = 'mlsched'; console_main()"
+    done = subprocess.run([sys.executable, "-c", code, "solve", str(DEMO), "--method", "ffd", "--time-limit", "6"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert done.returncode == 2 and "refused for the test" in done.stderr
+    assert "time limit" not in done.stdout + done.stderr and done.stdout == ""
+
+
+def test_an_answer_whose_check_outlives_the_deadline_is_never_called_checked(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent("""
+        import time
+        import mlsched_opt.problems as problems
+        def slow_check(*args, **kwargs):
+            time.sleep(600)
+        problems.check_solution = slow_check
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    code = "import sys; from mlsched_opt.cli import console_main; sys.argv[0] = 'mlsched'; console_main()"
+    done = subprocess.run([sys.executable, "-c", code, "solve", str(DEMO), "--method", "ffd", "--time-limit", "12", "--json"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    doc = json.loads(done.stdout)
+    assert done.returncode == 1 and doc["status"] == "feasible" and doc["check"] is None
+    assert "stopped at the command's time limit (12 s) in the check" in doc["message"]
+    assert "not checked: the checker did not finish in time" in doc["message"]

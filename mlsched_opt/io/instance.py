@@ -303,18 +303,22 @@ def _check_sizes(doc: Mapping[str, Any], file: str | None) -> None:
                 raise over_limit("tasks", most, f"the {key} count", file, f"jobs[{i}].{key}")
 
 
-def check_model_size(instance: Instance, what: str = "the exact model") -> None:
-    """Refuse to build a model of ``servers x jobs x slots`` cells beyond the ``cells`` limit.
+def check_model_size(instance: Instance, what: str = "the exact model", cells: int | None = None) -> None:
+    """Refuse to build a model of more cells than the ``cells`` limit: ``servers x jobs x slots``
+    unless the family says how its model grows (``cells``).
 
     A slotted exact formulation (and the LP relaxation or export built from it) has a variable
     per (job, server, slot); loading an instance does not (the approximations keep sparse
     schedules), so this guard is applied where such a model is built, not when the file is read.
     """
-    cells = len(instance.servers) * len(instance.jobs) * (instance.slots or 1)
+    shape = f"servers x jobs x slots = {len(instance.servers)} x {len(instance.jobs)} x {instance.slots or 1} = "
+    if cells is None:
+        cells = len(instance.servers) * len(instance.jobs) * (instance.slots or 1)
+    else:
+        shape = ""
     cap = limits()["cells"]
     if cells > cap:
-        raise OptionError(f"{what} would have servers x jobs x slots = {len(instance.servers)} x {len(instance.jobs)} x "
-                          f"{instance.slots or 1} = {cells:,} cells, over the limit cells={cap:,} (an approximation method "
+        raise OptionError(f"{what} would have {shape}{cells:,} cells, over the limit cells={cap:,} (an approximation method "
                           f"answers at this size; raise it with `mlsched --limit cells=N ...` or $MLSCHED_LIMITS=cells=N)",
                           field="--method")
 

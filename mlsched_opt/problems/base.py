@@ -230,6 +230,9 @@ class Family:
         the report's objective and the message says so.
     trace
         Optional :class:`TraceImport`: the real traces the family imports (``mlsched import``).
+    model_cells
+        Optional ``instance -> cells``: how the exact model grows, for the ``cells`` limit
+        (default ``servers x jobs x slots``, a variable per job, server and slot).
     start
         Optional ``(instance, options, model, seconds) -> note``: sets ``model._start`` to
         (variable, value) pairs of a heuristic answer (a partial one is completed by the solver)
@@ -255,6 +258,7 @@ class Family:
     train_options: tuple[Option, ...] = ()
     trace: TraceImport | None = None
     start: Callable[[Instance, Mapping[str, Any], pyo.ConcreteModel, float], str] | None = None
+    model_cells: Callable[[Instance], int] | None = None
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -315,7 +319,7 @@ class Family:
     def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
         start = time.perf_counter()
         deadline = start + solve_options.time_limit
-        check_model_size(instance)
+        check_model_size(instance, cells=None if self.model_cells is None else self.model_cells(instance))
         model = self.build_model(instance, options)
         start_note = ""
         if self.start is not None and solve_options.solver in STARTED_SOLVERS:
@@ -363,7 +367,7 @@ class Family:
         if self.relaxation is not None:
             return self.relaxation(instance, options, solve_options)
         start = time.perf_counter()
-        check_model_size(instance, "the LP relaxation")
+        check_model_size(instance, "the LP relaxation", None if self.model_cells is None else self.model_cells(instance))
         model = self.build_model(instance, options)
         build_s = time.perf_counter() - start
         report = relaxation(model, solve_options)

@@ -186,7 +186,7 @@ def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
     solver, outcome = run_cpsat(tr.model, options)
     outcome.prep_s = prep_s
     if hinted:
-        outcome.message = "; ".join(filter(None, [outcome.message, f"start: {hinted} hints from a heuristic answer"]))
+        outcome.message = "; ".join(filter(None, [outcome.message, f"start: {hinted} values offered as hints from a heuristic answer"]))
     if outcome.has_solution:
         for pvar, cvar in tr.pairs:
             pvar.set_value(solver.value(cvar), skip_validation=True)

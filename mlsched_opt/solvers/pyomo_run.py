@@ -172,6 +172,7 @@ def _started_highs_class() -> type:
 
         def _solve(self):
             if self._mlsched_start:
+                import highspy
                 import numpy as np
 
                 columns = self._pyomo_var_to_solver_var_map
@@ -180,7 +181,9 @@ def _started_highs_class() -> type:
                     index = np.array([c for c, _ in pairs], dtype=np.int32)
                     values = np.array([x for _, x in pairs], dtype=np.float64)
                     status = self._solver_model.setSolution(len(pairs), index, values)
-                    self.start_note = f"start: {len(pairs)} values from a heuristic answer ({status.name})"
+                    # HiGHS checks the start itself and keeps it only if feasible: this says it was offered
+                    self.start_note = (f"start: {len(pairs)} values offered from a heuristic answer"
+                                       + ("" if status == highspy.HighsStatus.kOk else f" (refused: {status.name})"))
             return super()._solve()
 
     return StartedHighs

@@ -15,8 +15,8 @@ to the packing ILP:
   (``servers``).
 
 Anytime: every part's FFD start is computed first, so an answer exists early; the remaining
-time (of :data:`BUDGET_SHARE` of the limit, the rest being left for the LP bound the command
-computes next) is shared among the parts still to solve (each gets what is left divided by their number).
+time of the limit (``mlsched solve`` has already kept its share for the LP bound it computes
+next) is shared among the parts still to solve (each gets what is left divided by their number).
 At the deadline the method returns the parts' best answers so far with status ``feasible`` and a
 message saying it was cut short.  In ``servers`` mode a part whose jobs do not all fit on its
 servers leaves no POP answer; the method then falls back to first-fit decreasing on the whole
@@ -55,10 +55,6 @@ from .view import PackingView, packing_view
 #: 299, 32 use 296 (LP bound 225.7): small parts let HiGHS improve every part within its share.
 PAIRS_PER_PART = 2_500
 MAX_AUTO_PARTS = 64
-#: Share of the time limit POP spends: the command computes the LP bound (which certifies the
-#: ratio) in what is left, and at 2,000 Alibaba pods in ``servers`` mode that LP takes 3 s CPU,
-#: up to 10 s wall on shared cores, of a 60 s limit.
-BUDGET_SHARE = 0.75
 #: Largest ``parts`` a user may ask for (each part is one HiGHS run).
 MAX_PARTS = 1024
 
@@ -109,7 +105,7 @@ def _merge(decisions: list[dict[str, Any]], view: PackingView) -> dict[str, Any]
 def pop(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     """POP-style partitioned exact solve (see the module docstring for the split and the guarantee)."""
     start = time.perf_counter()
-    deadline = start + BUDGET_SHARE * solve_options.time_limit
+    deadline = start + solve_options.time_limit
     objective = options["objective"]
     sense = "min" if objective == "servers" else "max"
     view = packing_view(instance)

@@ -77,4 +77,5 @@ FAMILY = Family(
     trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
     relaxation=lp_relaxation,
     start=exact_start,
+    model_cells=lambda instance: len(instance.jobs),  # the knapsack: one binary per job
 )
