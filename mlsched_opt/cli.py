@@ -561,6 +561,13 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
     return ending.finish(sol, check)
 
 
+def _noted(sol, note: str, **changes: Any):
+    """``sol`` with ``note`` added to its report's message (and ``changes`` made to the report)."""
+    report = sol.report
+    return dataclasses.replace(sol, report=dataclasses.replace(
+        report, message="; ".join(filter(None, [report.message, note])), **changes))
+
+
 class _SolveEnding:
     """How ``solve`` ends: the check, the bound, the output, and the same output when the
     watchdog ends the command at its time limit."""
@@ -603,36 +610,28 @@ class _SolveEnding:
     def add_bound(self, sol, solve_options):
         """The family's proven bound on the optimum, in the report of an approximation's answer."""
         from .report import approximation_ratio
-        from .tolerances import CERTIFY_REL_TOL  # an LP bound is as accurate as the solver's tolerances
+        from .solvers.certify import better
 
         rep = sol.report
         label = self.family.bound_label.replace(" (bound)", "")
         try:
             found = self.family.lp_bound(self.inst, self.options, solve_options)
         except UserError as exc:  # a model too large to build for the bound: the answer stands alone
-            note = f"no bound: {exc.message()}"
-            return dataclasses.replace(sol, report=dataclasses.replace(rep, message="; ".join(filter(None, [rep.message, note]))))
+            return _noted(sol, f"no bound: {exc.message()}")
         except Exception as exc:  # a failing bound must not cost the checked answer
             log.debug("the bound failed", exc_info=True)
-            note = f"no bound: the {label} failed ({type(exc).__name__}: {exc})"
-            return dataclasses.replace(sol, report=dataclasses.replace(rep, message="; ".join(filter(None, [rep.message, note]))))
+            return _noted(sol, f"no bound: the {label} failed ({type(exc).__name__}: {exc})")
         value = found.bound if found.status in ("optimal", "feasible") else None
         if value is None:
-            note = f"no bound: the {label} ended {found.status} in {found.wall_s:.2f} s"
-        elif rep.objective is not None and (rep.objective > value + CERTIFY_REL_TOL * max(1.0, abs(value)) if rep.sense == "max"
-                                             else rep.objective < value - CERTIFY_REL_TOL * max(1.0, abs(value))):
-            note = (f"the {label} {value:.6g} is beaten by the checked answer {rep.objective:.6g}: it is not a bound "
-                    f"(a defect of the relaxation or the solver; please report it)")
-            return dataclasses.replace(sol, report=dataclasses.replace(
-                rep, status="disputed", message="; ".join(filter(None, [rep.message, note]))))
-        else:
-            ratio = approximation_ratio(rep.objective, value, rep.sense) if rep.objective is not None else None
-            note = f"bound {value:.6g} by the {label} ({found.solver}, {found.wall_s:.2f} s)"
-            if ratio is not None:
-                note += f": ratio <= {ratio:.6g} (certified)"
-            return dataclasses.replace(sol, report=dataclasses.replace(
-                rep, bound=value, solve_s=rep.solve_s + found.wall_s, message="; ".join(filter(None, [rep.message, note]))))
-        return dataclasses.replace(sol, report=dataclasses.replace(rep, message="; ".join(filter(None, [rep.message, note]))))
+            return _noted(sol, f"no bound: the {label} ended {found.status} in {found.wall_s:.2f} s")
+        # compare's rule: beaten beyond the solvers' accuracy, the bound is wrong
+        if rep.objective is not None and better(rep.objective, value, rep.sense, solve_options.gap):
+            return _noted(sol, f"the {label} {value:.6g} is beaten by the checked answer {rep.objective:.6g}: it is not a "
+                               f"bound (a defect of the relaxation or the solver; please report it)", status="disputed")
+        note = f"bound {value:.6g} by the {label} ({found.solver}, {found.wall_s:.2f} s)"
+        if rep.objective is not None:
+            note += f": ratio <= {approximation_ratio(rep.objective, value, rep.sense):.6g} (certified)"
+        return _noted(sol, note, bound=value, solve_s=rep.solve_s + found.wall_s)
 
     def at_deadline(self) -> int:
         """The watchdog's ending: the answer in hand (checked), or no solution, said as such."""
@@ -647,14 +646,11 @@ class _SolveEnding:
                                  solve_s=self.clock.elapsed(), message=note)
             sol = Solution.for_instance(self.inst, self.family.name, self.method, report, None, self.options)
         else:
-            sol = dataclasses.replace(sol, report=dataclasses.replace(
-                sol.report, message="; ".join(filter(None, [sol.report.message, note]))))
+            sol = _noted(sol, note)
         self.close_bar()
         check = self.check(sol)
         if sol.decision is not None and check is None:  # the checker itself ran out of time: never claim a checked answer
-            sol = dataclasses.replace(sol, report=dataclasses.replace(
-                sol.report, message=sol.report.message + "; not checked: the checker did not finish in time"))
-            return max(self.finish(sol, None), 1)
+            return max(self.finish(_noted(sol, "not checked: the checker did not finish in time"), None), 1)
         return self.finish(sol, check)
 
     def finish(self, sol, check) -> int:
@@ -766,7 +762,6 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
       mlsched export instances/demo.toml --format lp -o demo.lp
     """
     from .io.files import atomic_path, check_writable
-    from .io.instance import check_model_size
     from .solvers import EXPORT_FORMATS, export_model
 
     inst = _load(file, ctx.obj["catalog"])
@@ -778,7 +773,7 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
                           field="--format")
     inputs = (file, *_catalog_files(inst.catalog))
     check_writable(output, inputs)  # before building the model
-    check_model_size(inst, "the exported model", None if family.model_cells is None else family.model_cells(inst))
+    family.check_model_size(inst, "the exported model")
     model = family.build_model(inst, options)
     with atomic_path(output, inputs) as tmp:
         export_model(model, tmp, fmt)

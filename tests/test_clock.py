@@ -80,15 +80,21 @@ base.Family.{name} = stall
 """
 
 
-def _stalled(tmp_path, name, *args):
-    """Run ``mlsched`` as a process of its own (the watchdog is armed), with ``Family.<name>`` stalled."""
+def _mlsched_process(tmp_path, site_code: str, *args):
+    """Run ``mlsched`` as a process of its own (the watchdog is armed), after ``site_code`` (a
+    sitecustomize that plants the fault)."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent(STALL.format(name=name)))
+    (site / "sitecustomize.py").write_text(textwrap.dedent(site_code))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     code = "import sys; from mlsched_opt.cli import console_main; sys.argv[0] = 'mlsched'; console_main()"
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env,
                           timeout=300, cwd=tmp_path)
+
+
+def _stalled(tmp_path, name, *args):
+    """``mlsched`` in a process of its own, with ``Family.<name>`` stalled."""
+    return _mlsched_process(tmp_path, STALL.format(name=name), *args)
 
 
 def test_the_watchdog_ends_a_stalled_solve_with_no_solution_and_writes_the_report(tmp_path):
@@ -199,10 +205,8 @@ def test_a_bound_within_the_solvers_accuracy_is_no_dispute(run, monkeypatch):
 def test_the_watchdog_stays_silent_when_the_command_fails_first(tmp_path):
     """A command that ends in a user error disarms its watchdog: one error line, exit 2, nothing
     printed at the deadline afterwards."""
-    site = tmp_path / "site"
-    site.mkdir()
     # the method refuses the instance at once, then the process lingers past the deadline
-    (site / "sitecustomize.py").write_text(textwrap.dedent("""
+    done = _mlsched_process(tmp_path, """
         import atexit, time
         from mlsched_opt.errors import OptionError
         from mlsched_opt.problems import base
@@ -210,29 +214,19 @@ def test_the_watchdog_stays_silent_when_the_command_fails_first(tmp_path):
             raise OptionError("refused for the test", field="--method")
         base.Family.run = refuse
         atexit.register(lambda: time.sleep(10))
-    """))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    code = "import sys; from mlsched_opt.cli import console_main; sys.argv[0] = 'mlsched'; console_main()"
-    done = subprocess.run([sys.executable, "-c", code, "solve", str(DEMO), "--method", "ffd", "--time-limit", "6"],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    """, "solve", DEMO, "--method", "ffd", "--time-limit", "6")
     assert done.returncode == 2 and "refused for the test" in done.stderr
     assert "time limit" not in done.stdout + done.stderr and done.stdout == ""
 
 
 def test_an_answer_whose_check_outlives_the_deadline_is_never_called_checked(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent("""
+    done = _mlsched_process(tmp_path, """
         import time
         import mlsched_opt.problems as problems
         def slow_check(*args, **kwargs):
             time.sleep(600)
         problems.check_solution = slow_check
-    """))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    code = "import sys; from mlsched_opt.cli import console_main; sys.argv[0] = 'mlsched'; console_main()"
-    done = subprocess.run([sys.executable, "-c", code, "solve", str(DEMO), "--method", "ffd", "--time-limit", "12", "--json"],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    """, "solve", DEMO, "--method", "ffd", "--time-limit", "12", "--json")
     doc = json.loads(done.stdout)
     assert done.returncode == 1 and doc["status"] == "feasible" and doc["check"] is None
     assert "stopped at the command's time limit (12 s) in the check" in doc["message"]

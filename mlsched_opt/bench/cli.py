@@ -60,6 +60,7 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
     import time
 
     from .. import __version__
+    from ..clock import usable_cpus
     from ..errors import OptionError
     from . import executors, tasks as tasks_mod
     from .report import ResultsWriter, dump_suite, finish, read_results, write_results
@@ -93,7 +94,7 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
     pending = [t for t in todo if t.key not in done]
     dump_suite(folder, suite)
 
-    n_workers = None if scheduler else (workers or executors.usable_cpus())
+    n_workers = None if scheduler else (workers or usable_cpus())
     where = f"{executor}" + (f" at {scheduler}" if scheduler else f", {n_workers} workers")
     logger.info("bench %s: %d tasks, %d already in %s, running %d (%s)", suite.name, len(todo), len(done), results,
                 len(pending), where)

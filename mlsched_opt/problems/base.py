@@ -319,7 +319,7 @@ class Family:
     def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
         start = time.perf_counter()
         deadline = start + solve_options.time_limit
-        check_model_size(instance, cells=None if self.model_cells is None else self.model_cells(instance))
+        self.check_model_size(instance, "the exact model")
         model = self.build_model(instance, options)
         start_note = ""
         if self.start is not None and solve_options.solver in STARTED_SOLVERS:
@@ -353,6 +353,11 @@ class Family:
                 report.message = "; ".join(filter(None, [report.message, reason]))
         return MethodResult(report, decision)
 
+    def check_model_size(self, instance: Instance, what: str) -> None:
+        """Refuse to build ``what`` (the exact model, its relaxation, an export) beyond the ``cells``
+        limit, sized by the family's ``model_cells`` when it states one."""
+        check_model_size(instance, what, None if self.model_cells is None else self.model_cells(instance))
+
     def _evaluate(self, instance: Instance, options: Mapping[str, Any], decision: Decision) -> tuple[float | None, str]:
         """The checker's verdict on a decision: its objective, or why it is rejected."""
         result = CheckResult()
@@ -367,7 +372,7 @@ class Family:
         if self.relaxation is not None:
             return self.relaxation(instance, options, solve_options)
         start = time.perf_counter()
-        check_model_size(instance, "the LP relaxation", None if self.model_cells is None else self.model_cells(instance))
+        self.check_model_size(instance, "the LP relaxation")
         model = self.build_model(instance, options)
         build_s = time.perf_counter() - start
         report = relaxation(model, solve_options)

@@ -12,7 +12,7 @@ from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report, timing_phrase
 from .baselines import POLICIES
 from .formulation import decision
-from .online import Oasis, simulate
+from .online import Oasis, SlotRun, simulate
 from .prices import PriceParams, estimated_params, formula_params, given_params
 from .view import OasisView, oasis_view
 
@@ -42,8 +42,7 @@ def run_oasis(instance: Instance, options: Mapping[str, Any], solve_options: Sol
     view = oasis_view(instance, options["ranges"])
     params = price_params(view, options)
     # the time limit bounds the planning (the per-slot replay of reserved plans is cheap and runs to the end)
-    policy = Oasis(view, params, options["units"], deadline=start + solve_options.time_limit)
-    outcome = simulate(view, policy)
+    policy, outcome = _run(view, params, options, start + solve_options.time_limit)
     value = outcome.utility(view)
     # wall-clock timings go to the message only: the decision is a function of the instance and options
     stats = {"prices": params.to_dict(view.resources), "bound_2alpha": 2 * params.alpha,
@@ -55,6 +54,11 @@ def run_oasis(instance: Instance, options: Mapping[str, Any], solve_options: Sol
                     "planned over fewer completion slots or rejected unplanned")
     report = heuristic_report("max", value, time.perf_counter() - start, "oasis", dict(options), message)
     return MethodResult(report, decision(view, outcome, stats))
+
+
+def _run(view: OasisView, params: PriceParams, options: Mapping[str, Any], deadline: float) -> tuple[Oasis, SlotRun]:
+    policy = Oasis(view, params, options["units"], deadline=deadline)
+    return policy, simulate(view, policy)
 
 
 def bench_extra(instance: Instance, solution, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,8 +99,7 @@ def exact_start(instance: Instance, options: Mapping[str, Any], model, seconds: 
     incumbent; if it did not, HiGHS would drop it and lose nothing)."""
     start = time.perf_counter()
     view: OasisView = model._view
-    policy = Oasis(view, price_params(view, options), options["units"], deadline=start + seconds)
-    run = simulate(view, policy)
+    policy, run = _run(view, price_params(view, options), options, start + seconds)
     if policy.cut_short:
         return f"no start: OASiS did not finish within {seconds:.2g} s"
     done = run.completion
