@@ -22,7 +22,7 @@ RL_PINS = $(shell $(BIN)/python -c "import tomllib; print(*tomllib.load(open('py
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --retries 1 --timeout 30 --index-url $(TORCH_INDEX) $(RL_PINS) \
 	    || echo "note: $(RL_PINS) not installed from $(TORCH_INDEX); it comes from the configured index")
-	$(BIN)/python -m pip install --quiet -e '.[test,rl,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,rl,bench,gym,sb3]'
 	touch $@ $(VENV)/.installed
 
 setup: $(VENV)/.installed

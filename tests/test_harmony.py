@@ -363,13 +363,14 @@ TINY = {"jobs_min": "8", "jobs_max": "10", "servers": "3", "warmup": "1", "valid
 
 
 @needs_torch
-def test_same_seed_same_policy_and_same_decisions(tmp_path, capsys):
+@pytest.mark.parametrize("algo", ["rollout", "ac"])
+def test_same_seed_same_policy_and_same_decisions(tmp_path, capsys, algo):
     import torch
 
     paths = [tmp_path / f"p{k}.pt" for k in range(2)]
     for path in paths:
         code, _, err = run_cli(["train", "--problem", "harmony", "--episodes", "2", "--seed", "5", "-o", str(path),
-                                *[f"--set={k}={v}" for k, v in TINY.items()]], capsys)
+                                *[f"--set={k}={v}" for k, v in TINY.items()], f"--set=algo={algo}"], capsys)
         assert code == 0, err
     a, b = (torch.load(p, weights_only=False) for p in paths)
     assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])

@@ -351,8 +351,8 @@ def test_drl_runs_on_one_torch_thread_and_restores_the_callers_setting(monkeypat
     from mlsched_opt.problems.harmony import simulate as sim
 
     seen = []
-    real = sim.place_queue
-    monkeypatch.setattr(sim, "place_queue", lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1])
+    real = sim._place_job
+    monkeypatch.setattr(sim, "_place_job", lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1])
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

@@ -18,16 +18,26 @@ exact search, every method and the checker enforce both.
 Methods: ``exact`` (exhaustive search over static batches, placements and start intervals), ``surrogate`` (the linearized MILP of
 6c, HiGHS or CP-SAT, scored in the true world), ``myopic`` (6b's online reference), ``drl``
 (Harmony's policy; needs the ``rl`` extra) and the heuristics ``load-balance``, ``tetris``,
-``least-interference``, ``packing``, ``standalone``, ``random``.
+``least-interference``, ``packing``, ``standalone``, ``random`` and the deferral variants
+``least-interference-defer`` and ``standalone-defer``.
+
+Deferral [our design, issue 21]: the simulator asks a chooser, at each queued job's turn,
+whether to hold it back this interval ("not now"); a job may be held back by choice only within
+``--set defer=D`` intervals of its arrival (default 20) and only while some job holds servers, so
+no job waits by choice past D intervals (it may still wait for capacity).  The checker needs no
+rule for it: under ``starts=any`` it accepts any start from the arrival on, which is a superset
+of what any deferral rule produces, and ``exact`` already searches start intervals.
 """
 
 from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport
+from .baselines import DEFERRING
 from .check import check
 from .formulation import build_model, decision_from_model
 from .generate import OPTIONS as GENERATE_OPTIONS, generate
 from .methods import (
+    DEFER_MAX,
     DRL_GUARANTEE,
     EXACT_GUARANTEE,
     MYOPIC_GUARANTEE,
@@ -90,6 +100,12 @@ FAMILY = Family(
         Method("standalone", MethodKind.BASELINE, heuristic("standalone"),
                "standalone-first: a server with no other job, else the least loaded"),
         Method("random", MethodKind.BASELINE, heuristic("random"), "a random feasible server (seeded)"),
+        Method("least-interference-defer", MethodKind.BASELINE, heuristic("least-interference-defer"),
+               "least-interference that holds a job back (--set defer=D) while it would run below "
+               f"{DEFERRING['least-interference-defer'][1]:g} of its standalone speed or a shorter job queues behind it"),
+        Method("standalone-defer", MethodKind.BASELINE, heuristic("standalone-defer"),
+               "standalone-first that holds a job back (--set defer=D) while it would run below "
+               f"{DEFERRING['standalone-defer'][1]:g} of its standalone speed or a shorter job queues behind it"),
     ),
     options=(
         Option("world", "default", WORLDS, "interference world: the spec's default, its 'hard' variant, or fitted to Gavel's pairs",
@@ -99,6 +115,10 @@ FAMILY = Family(
                "interval (simultaneous: spec 6a's static reference)", problem=True),
         Option("model", "", None, "drl: the trained policy file (default: models/harmony-drl.pt; tensors only, never code)",
                flag="--model"),
+        Option("defer", DEFER_MAX, None,
+               "the deferral rule of drl and the *-defer heuristics: a queued job may be held back by choice only within "
+               "this many intervals of its arrival (then it starts as soon as it fits; 0: never held back)",
+               minimum=0, maximum=10_000),
         Option("group", 3, None, "myopic: queued jobs placed jointly per search", minimum=1, maximum=4),
         Option("max_intervals", MAX_INTERVALS, None,
                "refuse before simulating when the jobs' standalone runs add up to more scheduling intervals than this",

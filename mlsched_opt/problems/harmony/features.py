@@ -5,7 +5,12 @@ network scores servers and any cluster size works, as in the ToN pointer decoder
 free capacity (x3), the other jobs' workers and PSs on it by type (the ``d`` block, 2L), the
 job's own workers and PSs already there, and feasibility; plus one context row for the job:
 type one-hot (L), architecture, W, P, the workers and PSs left to place (spec 2.1 [PROP]), the
-role of the task, its standalone length, and how many jobs are queued and running.
+role of the task, its standalone length, and how many jobs are queued and running; and the
+deferral block [our design, issue 21]: whether the job may be held back now, how long it has
+waited, how many shorter jobs queue behind it, the interference it would meet if placed now (its
+speed over its standalone speed, and the speed the jobs already holding servers would lose,
+under a standalone-first dry run, at the world's speeds) and how soon the first running job
+finishes.
 
 Reward model (INFOCOM variant of 2.6, per job): for every server hosting the job, its own
 workers/PSs there and the other jobs' workers/PSs by type; plus the job's type, architecture, W,
@@ -17,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .simulate import Env
+from .simulate import Ask, Chooser, Env, place_job, rollback
 from .view import HarmonyView
+from .world import sparse_speeds
 
 TASKS_PER_SERVER = 4.0
 W_MAX = 4.0
@@ -30,7 +36,11 @@ def server_width(L: int) -> int:
 
 
 def context_width(L: int) -> int:
-    return L + 9
+    return L + 9 + DEFER_WIDTH
+
+
+#: the deferral block of the context row
+DEFER_WIDTH = 6
 
 
 def _by_type(view: HarmonyView, counts: np.ndarray, exclude: int | np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -46,8 +56,10 @@ def _by_type(view: HarmonyView, counts: np.ndarray, exclude: int | np.ndarray, r
     return total[None] - counts[ex][:, :, None] * onehot[ex][:, None, :]
 
 
-def policy_state(env: Env, j: int, role: str, mask: np.ndarray, length: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(servers (M, F_s), context (F_c,))`` for placing one ``role`` task of job ``j``."""
+def policy_state(env: Env, j: int, role: str, mask: np.ndarray, length: float,
+                 defer: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(servers (M, F_s), context (F_c,))`` for placing one ``role`` task of job ``j``;
+    ``defer``: the deferral block (:func:`defer_block`; zeros when the job may not be held back)."""
     view = env.view
     L = len(view.world.types)
     cap = np.maximum(view.capacity, 1e-12)
@@ -65,8 +77,78 @@ def policy_state(env: Env, j: int, role: str, mask: np.ndarray, length: float) -
         [float(view.jobs.is_ps[j]), view.jobs.W[j] / W_MAX, view.jobs.P[j] / P_MAX,
          env.left.get("worker", 0) / W_MAX, env.left.get("ps", 0) / P_MAX, float(role == "worker"),
          length / 60.0, len(env.queue) / 4.0, env.running.sum() / 12.0],
+        np.zeros(DEFER_WIDTH) if defer is None else defer,
     ])
     return servers, context
+
+
+def first_role(view: HarmonyView, j: int) -> str:
+    """The role of a job's first task (PSs are placed first)."""
+    return "ps" if view.jobs.P[j] > 0 else "worker"
+
+
+def decision_state(ask: Ask, lengths: np.ndarray, alone: np.ndarray, dry_run: Chooser) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The policy's input for a ``"defer"`` or ``"task"`` ask: ``(servers, context, mask (M + 1,))``.
+
+    A defer ask is shown as the job's first task with one more action, index M, "not now"; a
+    server chosen there places the job now (that server takes its first task).  ``lengths``,
+    ``alone``: every job's standalone length (intervals) and speed; ``dry_run``: the chooser of
+    the would-be placement behind the interference features."""
+    env, j = ask.env, ask.j
+    if ask.kind == "defer":
+        role = first_role(env.view, j)
+        mask = env.feasible(j, role)
+        block = defer_block(env, j, lengths, alone, dry_run)
+        # shown as the job's first task: every task still to place
+        env.left = {"ps": int(env.view.jobs.P[j]), "worker": int(env.view.jobs.W[j])}
+    else:
+        assert ask.mask is not None
+        role, mask, block = ask.role, ask.mask, None
+    servers, context = policy_state(env, j, role, mask, float(lengths[j]), block)
+    return servers, context, np.append(mask, ask.kind == "defer")
+
+
+def defer_block(env: Env, j: int, lengths: np.ndarray, alone: np.ndarray, dry_run: Chooser) -> np.ndarray:
+    """The deferral block of job ``j``'s context (see the module docstring)."""
+    view = env.view
+    behind = env.queue[env.queue.index(j) + 1:] if j in env.queue else []
+    shorter = sum(1 for k in behind if lengths[k] < lengths[j])
+    own, lost = interference_now(env, j, alone, dry_run)
+    running = np.flatnonzero(env.running)
+    soonest = 0.0
+    if len(running):
+        cache = env.speed_cache   # the running set's speeds since its last change, when the simulator kept them
+        if cache is not None and np.array_equal(cache[0], running):
+            v = cache[1]
+        else:
+            v = sparse_speeds(view.world, view.jobs.take(running), env.w[running], env.p[running])
+        soonest = float((env.remaining[running] / (v * view.slot_s)).min())
+    waited = env.interval - view.arrival[j]
+    return np.array([1.0, waited / max(1, env.defer_max), shorter / 4.0, own, lost, soonest / 60.0])
+
+
+def interference_now(env: Env, j: int, alone: np.ndarray, dry_run: Chooser) -> tuple[float, float]:
+    """If job ``j`` were placed now by ``dry_run``: its speed over its standalone speed, and the
+    normalised speed the jobs already holding servers (running or placed this interval) would
+    lose; ``(0, 0)`` when it does not fit.  The state is restored (the job is rolled back and the
+    tasks left to place are put back).  Speeds are the world's (the same model the profiled
+    pair table of ``least-interference`` is read from), not a learned reward model's."""
+    view = env.view
+    rows = env.rows()
+    before = sparse_speeds(view.world, view.jobs.take(rows), env.w[rows], env.p[rows]) if len(rows) else np.zeros(0)
+    left = dict(env.left)
+    try:
+        if not place_job(env, j, dry_run):
+            return 0.0, 0.0
+        after_rows = env.rows()
+        v = sparse_speeds(view.world, view.jobs.take(after_rows), env.w[after_rows], env.p[after_rows])
+    finally:
+        rollback(env, j)
+        env.left = left
+    at = np.searchsorted(after_rows, j)
+    others = np.delete(v, at)
+    lost = float(((before - others) / alone[rows]).sum()) if len(rows) else 0.0
+    return float(v[at] / alone[j]), lost
 
 
 def host_width(L: int) -> int:

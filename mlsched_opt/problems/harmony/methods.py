@@ -15,7 +15,7 @@ from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
 from .exact import Myopic, exhaustive, exhaustive_any, job_options, monotone_world, standalone_speed, static_jct
 from .formulation import build_model, decision_from_model
-from .simulate import Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
+from .simulate import DEFER_MAX, Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
 from .view import MAX_INTERVALS, HarmonyView, check_horizon, view_of
 
 EXACT_GUARANTEE = ("exact: the minimum average JCT of a static batch by exhaustion, over every placement and every start "
@@ -36,6 +36,8 @@ def _outcome_result(view: HarmonyView, outcome: HarmonyRun, name: str, options: 
                     message: str = "") -> MethodResult:
     avg = float(outcome.jct(view).mean())
     extra = f"{outcome.decisions} jobs placed in {len(outcome.rewards)} intervals"
+    if outcome.deferrals:
+        extra += f"; {outcome.deferrals} times a queued job was held back by choice"
     if outcome.fallbacks:
         extra += f"; {outcome.fallbacks} started by the empty-cluster fallback"
     if outcome.cut_interval is not None:
@@ -65,7 +67,7 @@ def run_outcome(view: HarmonyView, chooser: Chooser, name: str, options: Mapping
     limit = max(0.0, solve_options.time_limit - (start - (began if began is not None else start)))
     try:
         outcome = simulate(view, chooser, time_limit=limit, fallback=make_heuristic("standalone") if anytime else None,
-                           switch_s=HANDOVER_SHARE * limit if anytime else None)
+                           switch_s=HANDOVER_SHARE * limit if anytime else None, defer_max=defer_rule(options))
     except TimeLimitReached as stop:
         report = SolveReport("time-limit-no-solution", None, None, "min", name, "mlsched-opt", dict(options),
                              solve_s=time.perf_counter() - start, message=f"{stop}; no complete placement")
@@ -78,6 +80,11 @@ def run_outcome(view: HarmonyView, chooser: Chooser, name: str, options: Mapping
                    if len(late) > 1 else f"starts=simultaneous: job {late[0]} could not start in its arrival interval")
             return MethodResult(heuristic_report("min", None, elapsed, name, options, "; ".join(filter(None, [note, msg]))), None)
     return _outcome_result(view, outcome, name, options, elapsed, note)
+
+
+def defer_rule(options: Mapping[str, Any]) -> int:
+    """The deferral rule of a run: ``defer``, or 0 under ``starts=simultaneous`` (no job may wait there)."""
+    return 0 if options.get("starts", "any") == "simultaneous" else int(options.get("defer", DEFER_MAX))
 
 
 def run_chooser(make: Callable[[HarmonyView, Mapping[str, Any], SolveOptions], Chooser], name: str):
@@ -263,7 +270,12 @@ def run_drl(instance: Instance, options: Mapping[str, Any], solve_options: Solve
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return run_outcome(view, policy.chooser(view, greedy=True), "drl", options, solve_options, f"model {policy.path}",
+        note = f"model {policy.path}"
+        trained = policy.meta.get("options", {}).get("defer") if isinstance(policy.meta.get("options"), dict) else None
+        if isinstance(trained, int) and trained != defer_rule(options):
+            # its deferral features are scaled by the rule it was trained under
+            note += f" (trained under defer={trained}, run under defer={defer_rule(options)})"
+        return run_outcome(view, policy.chooser(view, greedy=True), "drl", options, solve_options, note,
                            anytime=True, began=began)
     finally:
         torch.set_num_threads(threads)

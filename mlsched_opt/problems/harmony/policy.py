@@ -6,8 +6,11 @@ Spec 004 section 2 [PROP where marked there; sized for a 2-core CPU, our design]
   over (server row, job context, mean of the server embeddings) gives one logit per server, the
   capacity mask zeroes infeasible servers, a softmax gives the action distribution (one task per
   action, spec 2.2; the per-server pointer form of the ToN decoder, 2.4, so any cluster size
-  works and server symmetry holds by construction, pitfall P7).  The critic is a separate
-  network of the same trunk with mean- and max-pooling and a scalar head (2.3).
+  works and server symmetry holds by construction, pitfall P7).  One more action, "not now"
+  [our design, issue 21], is scored by a head over the mean- and max-pooled server embeddings and
+  the context (whose deferral block carries the interference the job would meet now); it is open
+  at a job's first task while the simulator's deferral rule allows holding the job back.  The
+  critic is a separate network of the same trunk with mean- and max-pooling and a scalar head (2.3).
 * :class:`RewardNet` — the reward prediction model of 2.6 (INFOCOM variant, per job): a per-host
   MLP, max- and mean-pooled over the job's hosts (the barrier is a max), joined with the job's own
   features, predicts its speed normalised by its standalone speed.
@@ -26,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import UserError
-from .baselines import Heuristic, LoadBalance, Packing
-from .exact import standalone_intervals, standalone_speeds
-from .features import context_width, host_width, job_width, policy_state, reward_inputs, server_width
-from .simulate import Env
+from .baselines import Heuristic, LoadBalance, Packing, Standalone
+from .exact import standalone_speeds
+from .features import context_width, decision_state, host_width, job_width, reward_inputs, server_width
+from .simulate import Ask, Env
 from .view import HarmonyView
 
 try:
@@ -71,12 +74,16 @@ if torch is not None:
             super().__init__()
             self.actor = _Trunk(server_width(L), context_width(L))
             self.logit = nn.Linear(HIDDEN, 1)
+            self.defer = nn.Sequential(nn.Linear(2 * HIDDEN + context_width(L), HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 1))
             self.critic = _Trunk(server_width(L), context_width(L))
             self.value = nn.Sequential(nn.Linear(2 * HIDDEN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, 1))
 
         def logits(self, servers, context, mask):
-            z = self.logit(self.actor(servers, context)).squeeze(-1)
-            return z.masked_fill(~mask, -1e9)
+            """(B, M + 1) logits: one per server, then "not now"; ``mask`` (B, M + 1)."""
+            h = self.actor(servers, context)
+            z = self.logit(h).squeeze(-1)
+            d = self.defer(torch.cat([h.mean(dim=1), h.max(dim=1).values, context], dim=-1))
+            return torch.cat([z, d], dim=1).masked_fill(~mask, -1e9)
 
         def values(self, servers, context):
             h = self.critic(servers, context)
@@ -103,12 +110,17 @@ class Step:
     mask: np.ndarray
     action: int
     interval: int
+    job: int = -1
 
 
 @dataclass
 class PolicyChooser:
     """A policy as a simulator chooser; ``log`` collects the steps taken (for training; with
-    ``record`` false it stays empty: a state per task is 0.1 MB on a 549-server cluster)."""
+    ``record`` false it stays empty: a state per task is 0.1 MB on a 549-server cluster).
+
+    At a job's turn the simulator asks whether to hold it back; the policy answers with one action
+    over the servers and "not now" (:func:`~.features.decision_state`): a server places the job now
+    and takes its first task."""
 
     net: Any
     view: HarmonyView
@@ -117,37 +129,82 @@ class PolicyChooser:
     seed: int = 0
     log: list[Step] = field(default_factory=list)
     record: bool = True
+    # forced answers to defer decisions, (job, interval) -> hold back (training's rollouts); "place
+    # now" takes the policy's best server
+    overrides: dict[tuple[int, int], bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
         self.heuristic: Heuristic | None = None
-        self.length = standalone_intervals(self.view)
+        self.alone = standalone_speeds(self.view)
+        self.length = self.view.samples / (self.alone * self.view.slot_s)
+        self.dry_run = Standalone()
+        self.first: int | None = None   # the first task's server, chosen at the defer decision
+        self.turn: int | None = None    # the job whose exploration draw is made (at its defer ask, else at its start)
 
-    def start_job(self, env: Env, j: int) -> None:
+    def _draw(self, j: int) -> None:
+        self.turn = j
         self.heuristic = None
         if self.omega > 0 and self.rng.random() < self.omega:
             self.heuristic = Packing() if self.rng.random() < 0.5 else LoadBalance()
 
+    def start_job(self, env: Env, j: int) -> None:
+        if self.turn != j:
+            self._draw(j)
+
+    def defer(self, env: Env, j: int) -> bool:
+        self.first = None
+        self._draw(j)
+        if self.heuristic is not None:   # an exploring job follows its heuristic, which places it now
+            return False
+        servers, context, mask = decision_state(Ask("defer", env, j), self.length, self.alone, self.dry_run)
+        if not mask[:-1].any():   # no task of it fits now: it waits whatever the answer
+            return False
+        forced = self.overrides.get((j, env.interval))
+        if forced is not None:
+            if forced:
+                return True
+            mask = mask.copy()
+            mask[-1] = False
+        action = self._act(env, j, servers, context, mask, log=forced is None)
+        if action == len(mask) - 1:
+            self.turn = None   # its next turn draws again
+            return True
+        self.first = action
+        return False
+
     def choose(self, env: Env, j: int, role: str, mask: np.ndarray) -> int:
-        servers, context = policy_state(env, j, role, mask, float(self.length[j]))
+        if self.first is not None:
+            first, self.first = self.first, None
+            if self.heuristic is None and mask[first]:
+                return first
         if self.heuristic is not None:
             action = self.heuristic.choose(env, j, role, mask)
+            if self.record:
+                servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run)
+                self.log.append(Step(servers, context, full, action, env.interval, j))
+            return action
+        servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run)
+        return self._act(env, j, servers, context, full)
+
+    def _act(self, env: Env, j: int, servers: np.ndarray, context: np.ndarray, mask: np.ndarray, log: bool = True) -> int:
+        with torch.no_grad():
+            z = self.net.logits(torch.as_tensor(servers[None], dtype=torch.float32),
+                                torch.as_tensor(context[None], dtype=torch.float32),
+                                torch.as_tensor(mask[None]))[0].numpy().astype(float)
+        if self.greedy:
+            action = int(np.argmax(z))
         else:
-            with torch.no_grad():
-                z = self.net.logits(torch.as_tensor(servers[None], dtype=torch.float32),
-                                    torch.as_tensor(context[None], dtype=torch.float32),
-                                    torch.as_tensor(mask[None]))[0].numpy().astype(float)
-            if self.greedy:
-                action = int(np.argmax(z))
-            else:
-                prob = np.exp(z - z.max()) * mask
-                action = int(self.rng.choice(len(prob), p=prob / prob.sum()))
-        if self.record:
-            self.log.append(Step(servers, context, mask.copy(), action, env.interval))
+            prob = np.exp(z - z.max()) * mask
+            action = int(self.rng.choice(len(prob), p=prob / prob.sum()))
+        if self.record and log:
+            self.log.append(Step(servers, context, mask.copy(), action, env.interval, j))
         return action
 
     def end_job(self, env: Env, j: int, placed: bool) -> None:
         self.heuristic = None
+        self.first = None
+        self.turn = None
 
 
 class RewardModelSpeeds:
@@ -230,25 +287,32 @@ def check_output(output: str | Path) -> Path:
         if not path.is_file():
             raise UserError("exists and is not a regular file", file=where, field="--output")
         try:
-            _read_policy_document(path)
+            _read_policy_document(path, earlier_formats=True)
         except UserError:
             raise UserError("exists and is not a harmony policy file; refusing to overwrite it", file=where,
                             field="--output") from None
     return path
 
 
-FORMAT = "mlsched-harmony-policy/1"
+#: /2: the "not now" action and the deferral block (a /1 policy has neither and is refused by name)
+FORMAT = "mlsched-harmony-policy/2"
+FIRST_FORMAT = "mlsched-harmony-policy/1"
 
 
-def _read_policy_document(p: Path) -> dict:
+def _read_policy_document(p: Path, earlier_formats: bool = False) -> dict:
     """The policy document, read with ``weights_only=True``: unpickling may build tensors and plain
-    containers only, so a crafted file cannot run code (a policy is a file people download)."""
+    containers only, so a crafted file cannot run code (a policy is a file people download).
+    ``earlier_formats``: accept a policy of an earlier format too (``train -o`` may replace one)."""
     try:
         doc = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 -- a corrupt, foreign or code-carrying file is the user's, not a bug
         raise UserError(f"not a safe policy file: only tensors and plain data are loaded ({type(exc).__name__})",
                         file=str(p), field="--model") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if fmt == FIRST_FORMAT and not earlier_formats:
+        raise UserError("a policy of the first format, without the \"not now\" action; train it again with "
+                        "mlsched train --problem harmony", file=str(p), field="--model")
+    if fmt not in (FORMAT, FIRST_FORMAT):
         raise UserError("not an mlsched harmony policy file", file=str(p), field="--model")
     types, state = doc.get("types"), doc.get("state_dict")
     if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):

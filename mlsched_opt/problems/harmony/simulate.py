@@ -7,8 +7,18 @@ fits on no server the job's partial placement is rolled back and the next queued
 (gang semantics, spec 2.2).  Between placements, time advances from event to event: speeds are
 recomputed whenever a job finishes.  A placed job keeps its servers until it finishes.
 
+Deferral [our design, issue 21]: before a queued job's first task the chooser may hold it back
+this interval ("not now", ``Chooser.defer``), only while :meth:`Env.may_defer` holds: within
+``defer_max`` intervals of its arrival and while some job holds servers, so no job waits by
+choice for longer than that.
+
+The simulation is a generator (:func:`run_steps`) that yields every decision as an :class:`Ask`
+and takes the answer by ``send``; :func:`simulate` answers with a chooser, the Gymnasium
+environment (:mod:`.gym_env`) with an agent's actions: one simulator for both.
+
 The reward of interval t is Harmony's (DL2's ``_progress``): the sum over running jobs of the
-fraction of their total work trained in the interval (spec 1.5).
+fraction of their total work trained in the interval (spec 1.5); :attr:`Env.occupancy` is the
+JCT-shaped signal (jobs in the system during the interval).
 
 Cost at scale: speeds change only when the set of running jobs changes (a start or a finish),
 so they are computed once per change, from the running jobs' non-zero placement entries
@@ -24,9 +34,9 @@ complete schedule; the run records how many jobs ``F`` placed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -36,6 +46,9 @@ from .view import HarmonyView, empty_cluster_placement
 from .world import sparse_speeds
 
 ROLES = ("ps", "worker")
+
+#: the default deferral rule: a queued job may be held back by choice within this many intervals of its arrival
+DEFER_MAX = 20
 
 SpeedFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -50,7 +63,10 @@ class TimeLimitReached(Exception):
 
 
 class Chooser(Protocol):
-    """Places one task at a time: ``choose`` returns a server index among ``mask``'s true entries."""
+    """Places one task at a time: ``choose`` returns a server index among ``mask``'s true entries.
+
+    A chooser may also define ``defer(env, j) -> bool``: asked before a queued job's first task
+    while :meth:`Env.may_defer` holds, true holds the job back this interval ("not now")."""
 
     def start_job(self, env: Env, j: int) -> None: ...
 
@@ -83,6 +99,12 @@ class Env:
     live: np.ndarray | None = None
     # speeds of the running jobs while the running set is unchanged: (running jobs, samples/s)
     speed_cache: tuple[np.ndarray, np.ndarray] | None = None
+    # deferral: a queued job may be held back by choice within this many intervals of its arrival
+    defer_max: int = 0
+    # the queued jobs held back by choice in the current interval
+    held: list[int] = field(default_factory=list)
+    # jobs in the system during the last interval run (arrived, unfinished; a finishing one for its fraction)
+    occupancy: float = 0.0
 
     @classmethod
     def empty(cls, view: HarmonyView) -> Env:
@@ -97,6 +119,13 @@ class Env:
         if self.live is None:   # an Env built by hand: every row may hold tasks
             return np.arange(self.view.J)
         return np.flatnonzero(self.live)
+
+    def may_defer(self, j: int) -> bool:
+        """Whether job ``j`` may be held back now: within ``defer_max`` intervals of its arrival,
+        and only while some job holds servers (on an idle cluster waiting cannot pay)."""
+        if self.interval >= self.view.arrival[j] + self.defer_max:
+            return False
+        return bool(self.running.any()) if self.live is None else bool(self.live.any())
 
     def feasible(self, j: int, role: str) -> np.ndarray:
         return np.all(self.free >= self.view.demand(role)[j] - 1e-9, axis=1)
@@ -122,6 +151,8 @@ class HarmonyRun:
     # anytime: the interval in which the fallback chooser took over (None: never) and the jobs it placed
     cut_interval: int | None = None
     cut_placed: int = 0
+    # (job, interval) pairs in which a queued job was held back by choice
+    deferrals: int = 0
 
     def jct(self, view: HarmonyView) -> np.ndarray:
         return self.finish_s / view.slot_s - view.arrival
@@ -162,41 +193,76 @@ class Handover:
         return chooser if self.interval is None else self.fallback
 
 
-def place_queue(env: Env, queue: list[int], chooser: Chooser, handover: Handover | None = None) -> list[int]:
-    """Place the queued jobs in order with gang rollback; returns the jobs placed.  With
-    ``handover``, its fallback places every job once its switch time has passed."""
+@dataclass
+class Ask:
+    """A decision the simulation waits for (see :func:`run_steps`).
+
+    ``kind``: ``"defer"`` (answer true to hold job ``j`` back this interval), ``"start"`` (job
+    ``j``'s first task comes next; answer ignored), ``"task"`` (answer a server index among
+    ``mask``'s true entries for one ``role`` task of job ``j``) or ``"end"`` (job ``j`` is placed,
+    or rolled back when ``placed`` is false; answer ignored)."""
+
+    kind: str
+    env: Env
+    j: int
+    role: str = ""
+    mask: np.ndarray | None = None
+    placed: bool = False
+
+
+#: the simulation as a generator: it yields every :class:`Ask` and returns the run
+Steps = Generator[Ask, Any, HarmonyRun]
+
+
+def _place_queue(env: Env, queue: list[int]) -> Generator[Ask, Any, list[int]]:
+    """Place the queued jobs in order with gang rollback; returns the jobs placed."""
     placed = []
     env.queue = list(queue)
-    base = chooser
+    env.held = []
     for j in queue:
-        chooser = base if handover is None else handover.chooser(env, base)
-        chooser.start_job(env, j)
-        env.left = {"ps": int(env.view.jobs.P[j]), "worker": int(env.view.jobs.W[j])}
-        ok = True
-        for role in ROLES:
-            while env.left[role] > 0:
-                mask = env.feasible(j, role)
-                if not mask.any():
-                    ok = False
-                    break
-                m = int(chooser.choose(env, j, role, mask))
-                if not mask[m]:
-                    raise RuntimeError(f"chooser picked infeasible server {m} for a {role} of job {j}")
-                env.put(j, role, m)
-                env.left[role] -= 1
-            if not ok:
-                break
-        if not ok:
-            _rollback(env, j)
-        chooser.end_job(env, j, ok)
+        if env.may_defer(j) and (yield Ask("defer", env, j)):
+            env.held.append(j)
+            continue
+        yield Ask("start", env, j)
+        ok = yield from _place_job(env, j)
+        yield Ask("end", env, j, placed=ok)
         if ok:
             placed.append(j)
-            if handover is not None and chooser is handover.fallback:
-                handover.placed += 1
     return placed
 
 
-def _rollback(env: Env, j: int) -> None:
+def _place_job(env: Env, j: int) -> Generator[Ask, Any, bool]:
+    """Place job ``j``'s tasks one at a time (PSs first); all or none: a task that fits nowhere
+    rolls the job back and returns false."""
+    env.left = {"ps": int(env.view.jobs.P[j]), "worker": int(env.view.jobs.W[j])}
+    for role in ROLES:
+        while env.left[role] > 0:
+            mask = env.feasible(j, role)
+            if not mask.any():
+                rollback(env, j)
+                return False
+            m = int((yield Ask("task", env, j, role, mask)))
+            if not 0 <= m < len(mask) or not mask[m]:
+                raise RuntimeError(f"chooser picked infeasible server {m} for a {role} of job {j}")
+            env.put(j, role, m)
+            env.left[role] -= 1
+    return True
+
+
+def place_job(env: Env, j: int, chooser: Chooser) -> bool:
+    """:func:`_place_job` with ``chooser`` answering (a dry run's tool: no start or end hooks)."""
+    steps = _place_job(env, j)
+    answer = None
+    try:
+        while True:
+            ask = steps.send(answer)
+            assert ask.mask is not None  # _place_job asks for tasks only
+            answer = chooser.choose(env, j, ask.role, ask.mask)
+    except StopIteration as stop:
+        return bool(stop.value)
+
+
+def rollback(env: Env, j: int) -> None:
     # task by task, server by server, as placed in reverse: free capacity returns to the same floats
     for m in map(int, np.flatnonzero((env.w[j] != 0) | (env.p[j] != 0))):
         while env.w[j, m]:
@@ -209,7 +275,7 @@ def _rollback(env: Env, j: int) -> None:
 
 def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = None,
              on_interval: Callable[[Env, float], None] | None = None, time_limit: float | None = None,
-             fallback: Chooser | None = None, switch_s: float | None = None) -> HarmonyRun:
+             fallback: Chooser | None = None, switch_s: float | None = None, defer_max: int = 0) -> HarmonyRun:
     """Run the whole trace under ``chooser``; speeds from ``speed_fn`` (default: the true world).
 
     ``on_interval(env, reward)`` is called after each interval in which something ran (training
@@ -218,20 +284,56 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
     the loop advances one interval at a time, so huge work must never run unbounded.  With
     ``fallback`` and ``switch_s`` (seconds, below ``time_limit``), the jobs still unplaced after
     ``switch_s`` are placed by ``fallback`` (anytime: a fast heuristic finishes the schedule).
+    ``defer_max``: the deferral rule (:meth:`Env.may_defer`); 0 never asks the chooser to defer.
     """
     began = time.perf_counter()
     deadline = None if time_limit is None else began + time_limit
     handover = None if fallback is None or switch_s is None else Handover(fallback, began + switch_s)
+    steps = run_steps(view, speed_fn, on_interval, deadline, defer_max)
+    current = chooser
+    answer: Any = None
+    try:
+        while True:
+            ask = steps.send(answer)
+            answer = None
+            if ask.kind == "task":
+                assert ask.mask is not None  # a task ask carries its mask
+                answer = current.choose(ask.env, ask.j, ask.role, ask.mask)
+            elif ask.kind == "defer":
+                # who decides a job is settled at its turn: the handover switches between jobs
+                current = chooser if handover is None else handover.chooser(ask.env, chooser)
+                defer = getattr(current, "defer", None)
+                answer = defer is not None and bool(defer(ask.env, ask.j))
+            elif ask.kind == "start":
+                current = chooser if handover is None else handover.chooser(ask.env, chooser)
+                current.start_job(ask.env, ask.j)
+            else:
+                current.end_job(ask.env, ask.j, ask.placed)
+                if ask.placed and handover is not None and current is handover.fallback:
+                    handover.placed += 1
+    except StopIteration as stop:
+        run: HarmonyRun = stop.value
+    if handover is not None:
+        run.cut_interval, run.cut_placed = handover.interval, handover.placed
+    return run
+
+
+def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: Callable[[Env, float], None] | None = None,
+              deadline: float | None = None, defer_max: int = 0) -> Steps:
+    """The simulation of :func:`simulate` as a generator: every decision is yielded as an
+    :class:`Ask` and answered by ``send`` (so an RL environment can step it one action at a time);
+    returns the :class:`HarmonyRun`.  ``deadline``: a ``time.perf_counter`` value."""
     # only the true world's speeds are reused while the running set is unchanged: a given speed_fn
     # may record each call (training logs reward samples per interval)
     reuse = speed_fn is None
     speed_fn = speed_fn or true_speeds(view)
     env = Env.empty(view)
+    env.defer_max = int(defer_max)
     order = np.lexsort((np.arange(view.J), view.arrival))
     pending = list(order)
     queue: list[int] = []
     rewards: list[float] = []
-    fallbacks = decisions = 0
+    fallbacks = decisions = deferrals = 0
     k = 0
     while pending or queue or env.running.any():
         report_progress(int(env.done.sum()), view.J)
@@ -242,7 +344,8 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
         while pending and view.arrival[pending[0]] <= k:
             queue.append(pending.pop(0))
         env.interval = k
-        placed = place_queue(env, queue, chooser, handover) if queue else []
+        env.held = []
+        placed = (yield from _place_queue(env, queue)) if queue else []
         if queue and not placed and not env.running.any():
             # a chooser that fragments the empty cluster must not stall the trace
             j = queue[0]
@@ -255,6 +358,7 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
             placed = [j]
             fallbacks += 1
         decisions += len(placed)
+        deferrals += len(env.held)
         assert env.placed_w is not None and env.placed_p is not None  # Env.empty sets them
         for j in placed:
             queue.remove(j)
@@ -267,9 +371,8 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
             on_interval(env, reward)
         k += 1
     assert env.placed_w is not None and env.placed_p is not None  # Env.empty sets them
-    cut = (None, 0) if handover is None else (handover.interval, handover.placed)
     return HarmonyRun(env.start.copy(), env.placed_w.copy(), env.placed_p.copy(), env.finish_s.copy(), rewards, fallbacks, decisions,
-                      *cut)
+                      deferrals=deferrals)
 
 
 def _advance(env: Env, k: int, speed_fn: SpeedFn, reuse: bool = False) -> float:
@@ -278,6 +381,7 @@ def _advance(env: Env, k: int, speed_fn: SpeedFn, reuse: bool = False) -> float:
     view = env.view
     t, end = k * view.slot_s, (k + 1) * view.slot_s
     before = env.remaining.copy()
+    present = np.flatnonzero((view.arrival <= k) & ~env.done)
     while env.running.any() and t < end:
         idx = np.flatnonzero(env.running)
         # placements never change while a job runs: the same running set has the same speeds
@@ -304,4 +408,8 @@ def _advance(env: Env, k: int, speed_fn: SpeedFn, reuse: bool = False) -> float:
             env.p[j] = 0
             if env.live is not None:
                 env.live[j] = False
+    # jobs in the system during the interval (a finishing job for its fraction): summed over the
+    # intervals it is the total JCT (Little's law), the JCT-shaped reward's signal
+    stay = np.where(env.done[present], env.finish_s[present] / view.slot_s - k, 1.0)
+    env.occupancy = float(np.clip(stay, 0.0, 1.0).sum())
     return float(((before - env.remaining) / view.samples).sum())

@@ -6,14 +6,30 @@
    to normalised speed (MSE, Adam 1e-3, batch 128, early stopping on a held-out 15%).  Its MAPE on
    the held-out heuristic samples is reported.
 2. **Supervised warm-up** [DL2's SL mode; our choice of teacher]: the actor imitates the heuristic
-   with the lowest average JCT on the validation traces, ``warmup`` passes over its decisions.
-3. **Actor-critic** (2.5): episodes on training traces; rewards per interval are Harmony's
-   normalised progress computed from the reward model's speeds (``reward=model``, the faithful
-   setting) or the true world's (``reward=true``, the control); every action of interval t is
-   labelled with ``R_t = sum_k gamma^k r_{t+k}``; loss ``-A log pi - beta H + (R - V)^2 / 2`` with
-   ``A = R - V`` (normalised per minibatch); entropy weight beta annealed 0.1 -> 0.01; job-aware
-   omega-greedy exploration, omega 0.3 -> 0.02 over the first half; a FIFO replay buffer of 8192
-   steps, minibatches of 256, ``updates`` gradient steps per episode, Adam, gradient norm <= 1.
+   with the lowest average JCT on the validation traces, deferral variants included (its "not
+   now" answers too), ``warmup`` passes over its decisions.
+3. **Improvement** after the warm-up, one training trace per episode, in the reward model's
+   speeds (``speeds=model``, the faithful setting: Harmony trains against its learned reward
+   model) or the true world's (``speeds=true``, the control).  Two algorithms (``algo``):
+
+   * ``rollout`` (default; our design, issue 21): policy improvement by rollouts.  The greedy
+     policy runs the trace; ``probes`` of its hold-back decisions are re-simulated answered the
+     other way, and each decision's state is labelled with the answer of the lower total JCT
+     (the simulator is the model, as in approximate policy iteration); ``updates`` steps of
+     cross-entropy on these labels (a FIFO of 8192), each mixed with as many samples of the
+     teacher's, so the placements the rollouts do not question are kept.
+   * ``ac``: actor-critic (spec 2.5).  The reward of interval t is JCT-shaped by default
+     (``reward=jct``): minus the jobs in the system during the interval (Little's law: over an
+     episode they add up to the total JCT), plus the same count in the teacher's run of the same
+     trace, a baseline that depends on the trace and the interval only (so the gradient stays
+     unbiased) and removes the trace's load from the signal; divided by 10.  ``reward=progress``
+     is Harmony's (the summed fraction of work trained).  Every action of interval t is labelled
+     with ``R_t = sum_k gamma^k r_{t+k}``; loss ``-A log pi - beta H + (R - V)^2 / 2`` with
+     ``A = R - V`` (normalised per minibatch); entropy weight beta annealed 0.1 -> 0.01; job-aware
+     omega-greedy exploration, omega 0.3 -> 0.02 over the first half; a FIFO replay buffer of 8192
+     steps, minibatches of 256, ``updates`` gradient steps per episode, Adam, gradient norm <= 1.
+     Measured: within a few hundred episodes it drifts away from the imitated policy rather than
+     improving it (README), which is why ``rollout`` is the default.
 4. **Validation**: every ``eval_every`` episodes the argmax policy runs the validation traces in
    the true world; the policy with the lowest validation JCT is the one saved (the learning curve
    is saved with it).
@@ -35,11 +51,11 @@ import numpy as np
 from ...errors import OptionError
 from ...io import from_document, load_catalog
 from ..base import GenerateSpec, Option, TrainSpec, parse_values
-from .baselines import HEURISTICS, make_heuristic
-from .exact import standalone_intervals, standalone_speeds
-from .features import reward_inputs
+from .baselines import DEFERRING, HEURISTICS, Standalone, make_heuristic
+from .exact import standalone_speeds
+from .features import decision_state, reward_inputs
 from .generate import generate
-from .simulate import simulate, true_speeds
+from .simulate import DEFER_MAX, Ask, simulate, true_speeds
 from .view import HarmonyView, view_of
 
 TRAIN_OPTIONS = (
@@ -49,12 +65,20 @@ TRAIN_OPTIONS = (
     Option("jobs_max", 60, None, "most jobs per training trace", minimum=1, maximum=1000),
     Option("load", 0.8, None, "generator load of the traces", minimum=0.01, maximum=2.0),
     Option("static", False, None, "train on static batches (every job at interval 0; spec 6a's training distribution)"),
-    Option("reward", "model", ("model", "true"), "rewards from the learned reward model (faithful) or the true world (control)"),
-    Option("gamma", 0.9, None, "discount over intervals", minimum=0.0, maximum=1.0),
+    Option("reward", "jct", ("jct", "progress"), "minus the jobs in the system per interval, against the teacher's run "
+           "(JCT-shaped), or Harmony's summed progress"),
+    Option("speeds", "model", ("model", "true"),
+           "episodes run at the learned reward model's speeds (faithful) or the true world's (control)"),
+    Option("defer", DEFER_MAX, None, "the deferral rule the policy is trained under: a job may be held back within this many "
+           "intervals of its arrival", minimum=0, maximum=10_000),
+    Option("algo", "rollout", ("rollout", "ac"), "after the warm-up: policy improvement by rollouts of the hold-back "
+           "decisions (rollout) or actor-critic on the reward (ac)"),
+    Option("probes", 16, None, "rollout: hold-back decisions re-simulated per episode", minimum=1, maximum=10_000),
+    Option("gamma", 0.95, None, "ac: discount over intervals", minimum=0.0, maximum=1.0),
     Option("lr", 1e-4, None, "Adam learning rate (actor and critic; DL2: 1e-4)", minimum=1e-8, maximum=1.0),
     Option("warmup", 20, None, "supervised warm-up passes over the best heuristic's decisions (0: none)", minimum=0, maximum=1000),
     Option("omega", 0.3, None, "initial job-aware exploration probability (0: entropy only)", minimum=0.0, maximum=1.0),
-    Option("updates", 4, None, "gradient steps per episode", minimum=1, maximum=1000),
+    Option("updates", 8, None, "gradient steps per episode", minimum=1, maximum=1000),
     Option("eval_every", 20, None, "episodes between validation runs", minimum=1, maximum=100_000),
     Option("validation", 4, None, "validation traces", minimum=1, maximum=100),
     Option("reward_traces", 8, None, "training traces the reward model's samples come from", minimum=1, maximum=1000),
@@ -124,34 +148,41 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
     # 2. supervised warm-up on the best heuristic
     net = PolicyNet(L)
     opt = torch.optim.Adam(net.parameters(), lr=float(opts["lr"]))
-    heur_jct = {name: float(np.mean([simulate(v, make_heuristic(name, seed)).jct(v).mean() for v in validation]))
-                for name in (*HEURISTICS, "random")}
+    D = int(opts["defer"])
+    heur_jct = {name: float(np.mean([simulate(v, make_heuristic(name, seed), defer_max=D).jct(v).mean() for v in validation]))
+                for name in (*HEURISTICS, *DEFERRING, "random")}
     teacher = min(heur_jct, key=lambda name: heur_jct[name])
-    if int(opts["warmup"]) > 0:
-        _imitate(net, [trace("train", 20_000 + k) for k in range(16)], teacher, int(opts["warmup"]), seed)
+    taught = _imitate(net, [trace("train", 20_000 + k) for k in range(16)], teacher, int(opts["warmup"]), seed, D)
 
     def validate() -> float:
-        return float(np.mean([simulate(v, PolicyChooser(net, v, greedy=True)).jct(v).mean() for v in validation]))
+        return float(np.mean([simulate(v, PolicyChooser(net, v, greedy=True, record=False), defer_max=D).jct(v).mean()
+                              for v in validation]))
 
     curve = [(0, validate())]
     best = (curve[0][1], copy.deepcopy(net.state_dict()))
     buffer: list[tuple] = []
+    labelled: list[tuple] = []
     gamma = float(opts["gamma"])
     for e in range(1, episodes + 1):
         frac = (e - 1) / max(1, episodes - 1)
         omega = float(opts["omega"]) * max(0.0, 1 - 2 * frac) + (0.02 if float(opts["omega"]) > 0 else 0.0) * min(1.0, 2 * frac)
         beta = 0.1 * (1 - frac) + 0.01 * frac
         view = trace("train", e)
-        chooser = PolicyChooser(net, view, greedy=False, omega=omega, seed=int(rng.integers(2**31)))
-        rewards: dict[int, float] = {}
-        speed_fn = RewardModelSpeeds(reward_net, view) if opts["reward"] == "model" else true_speeds(view)
-        simulate(view, chooser, speed_fn, on_interval=lambda env, r: rewards.__setitem__(env.interval, r))  # noqa: B023 -- runs within this iteration
-        returns = _returns(rewards, gamma)
-        for step in chooser.log:
-            buffer.append((step.servers, step.context, step.mask, step.action, returns.get(step.interval, 0.0)))
-        del buffer[:-8192]
-        for _ in range(int(opts["updates"])):
-            _update(net, opt, buffer, rng, beta)
+        speed_fn = RewardModelSpeeds(reward_net, view) if opts["speeds"] == "model" else true_speeds(view)
+        if opts["algo"] == "rollout":
+            labelled += _rollout_labels(net, view, speed_fn, D, rng, int(opts["probes"]))
+            del labelled[:-8192]
+            for _ in range(int(opts["updates"])):
+                _supervised_step(net, opt, labelled, taught, rng)
+        else:
+            chooser = PolicyChooser(net, view, greedy=False, omega=omega, seed=int(rng.integers(2**31)))
+            rewards = _episode_rewards(view, chooser, speed_fn, opts["reward"], make_heuristic(teacher, seed), D)
+            returns = _returns(rewards, gamma)
+            for step in chooser.log:
+                buffer.append((step.servers, step.context, step.mask, step.action, returns.get(step.interval, 0.0)))
+            del buffer[:-8192]
+            for _ in range(int(opts["updates"])):
+                _update(net, opt, buffer, rng, beta)
         if e % int(opts["eval_every"]) == 0 or e == episodes:
             value = validate()
             curve.append((e, value))
@@ -165,6 +196,24 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
             "curve": curve, "validation_jct": best[0], "heuristics_validation_jct": heur_jct, "teacher": teacher,
             "reward_model": rm_stats, "train_s": round(time.perf_counter() - start, 1), "servers": M}
     return TrainResult(net, meta)
+
+
+#: JCT-shaped rewards are divided by this (jobs in the system per interval are tens at most)
+JCT_REWARD_SCALE = 10.0
+
+
+def _episode_rewards(view: HarmonyView, chooser, speed_fn, reward: str, teacher, defer_max: int) -> dict[int, float]:
+    """Rewards per interval of one training episode under ``chooser`` (see the module docstring)."""
+    rewards: dict[int, float] = {}
+    if reward == "progress":
+        simulate(view, chooser, speed_fn, on_interval=lambda env, r: rewards.__setitem__(env.interval, r), defer_max=defer_max)
+        return rewards
+    base: dict[int, float] = {}
+    simulate(view, teacher, speed_fn, on_interval=lambda env, r: base.__setitem__(env.interval, env.occupancy), defer_max=defer_max)
+    simulate(view, chooser, speed_fn, on_interval=lambda env, r: rewards.__setitem__(env.interval, -env.occupancy),
+             defer_max=defer_max)
+    # the teacher's count counts in every interval either run used (an interval only one of them ran is 0 in the other)
+    return {k: (rewards.get(k, 0.0) + base.get(k, 0.0)) / JCT_REWARD_SCALE for k in sorted(set(rewards) | set(base))}
 
 
 def _returns(rewards: Mapping[int, float], gamma: float) -> dict[int, float]:
@@ -211,47 +260,127 @@ def _update(net, opt, buffer: list[tuple], rng: np.random.Generator, beta: float
 
 
 class _Recorder:
-    """Wraps a heuristic and logs the policy state of each of its decisions (for imitation)."""
+    """Wraps a heuristic and logs the policy state and action of each of its decisions (for
+    imitation): at a job's turn "not now" (the last action) or the server of its first task."""
 
     def __init__(self, inner, view: HarmonyView):
         self.inner = inner
-        self.length = standalone_intervals(view)
+        self.alone = standalone_speeds(view)
+        self.length = view.samples / (self.alone * view.slot_s)
+        self.dry_run = Standalone()
         self.log: list[tuple] = []
+        self.pending: tuple | None = None   # the state of a defer decision answered "place now"
 
     def start_job(self, env, j):
         self.inner.start_job(env, j)
 
     def end_job(self, env, j, placed):
+        self.pending = None
         self.inner.end_job(env, j, placed)
 
-    def choose(self, env, j, role, mask):
-        from .features import policy_state
+    def defer(self, env, j):
+        servers, context, mask = decision_state(Ask("defer", env, j), self.length, self.alone, self.dry_run)
+        defer = getattr(self.inner, "defer", None)
+        held = defer is not None and bool(defer(env, j))
+        self.pending = None
+        if held:
+            self.log.append((servers, context, mask, len(mask) - 1))
+        elif mask[:-1].any():
+            self.pending = (servers, context, mask)
+        return held
 
+    def choose(self, env, j, role, mask):
         a = self.inner.choose(env, j, role, mask)
-        servers, context = policy_state(env, j, role, mask, float(self.length[j]))
-        self.log.append((servers, context, mask.copy(), a))
+        if self.pending is not None:
+            servers, context, full = self.pending
+            self.pending = None
+        else:
+            servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run)
+        self.log.append((servers, context, full, a))
         return a
 
 
-def _imitate(net, views: list[HarmonyView], teacher: str, passes: int, seed: int) -> None:
+def _imitate(net, views: list[HarmonyView], teacher: str, passes: int, seed: int, defer_max: int) -> list[tuple]:
+    """``passes`` epochs of imitation of ``teacher`` on ``views``; returns its (state, action) samples."""
     import torch
 
     data: list[tuple] = []
     for k, view in enumerate(views):
         rec = _Recorder(make_heuristic(teacher, seed + k), view)
-        simulate(view, rec)
+        simulate(view, rec, defer_max=defer_max)
         data += rec.log
-    opt = torch.optim.Adam([*net.actor.parameters(), *net.logit.parameters()], lr=1e-3)
+    opt = torch.optim.Adam([*net.actor.parameters(), *net.logit.parameters(), *net.defer.parameters()], lr=1e-3)
     rng = np.random.default_rng(seed)
     for _ in range(passes):
         order = rng.permutation(len(data))
         for lo in range(0, len(order), 128):
-            servers, context, mask, action = _batch([data[i] for i in order[lo:lo + 128]])
-            z = net.logits(servers, context, mask)
-            loss = torch.nn.functional.cross_entropy(z, action)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            _cross_entropy_step(net, opt, [data[i] for i in order[lo:lo + 128]], clip=False)
+    return data
+
+
+def _cross_entropy_step(net, opt, items: list[tuple], clip: bool = True) -> None:
+    """One step of cross-entropy on (state, action) samples; ``clip``: gradient norm <= 1."""
+    import torch
+
+    servers, context, mask, action = _batch(items)
+    loss = torch.nn.functional.cross_entropy(net.logits(servers, context, mask), action)
+    opt.zero_grad()
+    loss.backward()
+    if clip:
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+    opt.step()
+
+
+def _rollout_labels(net, view: HarmonyView, speed_fn, defer_max: int, rng: np.random.Generator, probes: int) -> list[tuple]:
+    """Policy improvement by rollouts [our design, issue 21]: run the greedy policy on a training
+    trace, pick ``probes`` of its hold-back decisions at random, re-simulate the trace with each one
+    answered the other way (every other decision the policy's), and label the decision's state
+    with the answer of the lower total JCT ("place now" is the policy's best server).  Rollouts run
+    at ``speed_fn``'s speeds (the reward model's by default); a decision whose two answers tie
+    teaches nothing and is dropped."""
+    from .policy import PolicyChooser
+
+    def total(overrides: dict[tuple[int, int], bool]):
+        chooser = PolicyChooser(net, view, greedy=True, record=not overrides, overrides=overrides)
+        return float(simulate(view, chooser, speed_fn, defer_max=defer_max).jct(view).sum()), chooser
+
+    base, chooser = total({})
+    decisions = [s for s in chooser.log if s.mask[-1]]
+    out: list[tuple] = []
+    for i in (rng.choice(len(decisions), size=min(probes, len(decisions)), replace=False) if decisions else []):
+        step = decisions[int(i)]
+        held = step.action == len(step.mask) - 1
+        other, _ = total({(step.job, step.interval): not held})
+        if abs(other - base) <= 1e-9 * max(1.0, base):
+            continue
+        if (other < base) == held:   # placing now wins: the label is the policy's best server
+            out.append((step.servers, step.context, step.mask, _best_server(net, step)))
+        else:
+            out.append((step.servers, step.context, step.mask, len(step.mask) - 1))
+    return out
+
+
+def _best_server(net, step) -> int:
+    import torch
+
+    mask = step.mask.copy()
+    mask[-1] = False
+    with torch.no_grad():
+        z = net.logits(torch.as_tensor(step.servers[None], dtype=torch.float32),
+                       torch.as_tensor(step.context[None], dtype=torch.float32), torch.as_tensor(mask[None]))[0]
+    return int(torch.argmax(z))
+
+
+def _supervised_step(net, opt, labelled: list[tuple], taught: list[tuple], rng: np.random.Generator, batch: int = 64) -> None:
+    """One step of cross-entropy on ``batch`` rollout labels (none before there are that many),
+    mixed with as many of the teacher's samples (so placements the rollouts never question are not
+    forgotten)."""
+    if len(labelled) < batch:   # a handful of labels repeated step after step would be learnt by heart
+        return
+    items = [labelled[i] for i in rng.choice(len(labelled), size=min(batch, len(labelled)), replace=False)]
+    if taught:
+        items += [taught[i] for i in rng.choice(len(taught), size=min(batch, len(taught)), replace=False)]
+    _cross_entropy_step(net, opt, items)
 
 
 def reward_samples(views: list[HarmonyView], seed: int, noise: float = 0.03):
