@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 
 from mlsched_opt.problems.harmony import simulate as sim
-from mlsched_opt.problems.harmony.baselines import make_heuristic
+from mlsched_opt.problems.harmony.baselines import Delegating, make_heuristic
 from mlsched_opt.problems.harmony.exact import standalone_intervals
 from mlsched_opt.problems.harmony.train import make_trace
 
@@ -37,20 +37,12 @@ def shortest_first(view) -> float:
         sim._place_queue = original
 
 
-class Scripted:
+class Scripted(Delegating):
     """Standalone-first whose hold-back answers are fixed per (job, interval); unlisted: place now."""
 
     def __init__(self, fixed):
-        self.inner, self.fixed, self.asks = make_heuristic("standalone"), fixed, []
-
-    def start_job(self, env, j):
-        self.inner.start_job(env, j)
-
-    def end_job(self, env, j, placed):
-        self.inner.end_job(env, j, placed)
-
-    def choose(self, env, j, role, mask):
-        return self.inner.choose(env, j, role, mask)
+        super().__init__(make_heuristic("standalone"))
+        self.fixed, self.asks = fixed, []
 
     def defer(self, env, j):
         self.asks.append((j, env.interval))

@@ -108,13 +108,11 @@ class RandomFeasible(Heuristic):
         return int(self.rng.choice(np.flatnonzero(mask)))
 
 
-class Deferring:
-    """A heuristic with a deferral rule (see the module docstring)."""
+class Delegating:
+    """A chooser that places every task as ``inner`` does; subclasses add a deferral rule or a log."""
 
-    def __init__(self, inner: Heuristic, threshold: float, shorter: float = 0.0):
-        self.inner, self.threshold, self.shorter = inner, threshold, shorter
-        self.alone: np.ndarray | None = None
-        self.lengths: np.ndarray | None = None
+    def __init__(self, inner):
+        self.inner = inner
 
     def start_job(self, env: Env, j: int) -> None:
         self.inner.start_job(env, j)
@@ -125,12 +123,21 @@ class Deferring:
     def choose(self, env: Env, j: int, role: str, mask: np.ndarray) -> int:
         return self.inner.choose(env, j, role, mask)
 
+
+class Deferring(Delegating):
+    """A heuristic with a deferral rule (see the module docstring)."""
+
+    def __init__(self, inner: Heuristic, threshold: float, shorter: float = 0.0):
+        super().__init__(inner)
+        self.threshold, self.shorter = threshold, shorter
+        self.alone: np.ndarray | None = None
+        self.lengths: np.ndarray | None = None
+
     def defer(self, env: Env, j: int) -> bool:
         if self.alone is None:
-            from .exact import standalone_speeds  # exact imports this module
+            from .exact import standalone_profile  # exact imports this module
 
-            self.alone = standalone_speeds(env.view)
-            self.lengths = env.view.samples / (self.alone * env.view.slot_s)
+            self.alone, self.lengths = standalone_profile(env.view)
         assert self.lengths is not None
         if self.shorter > 0:
             behind = env.queue[env.queue.index(j) + 1:]

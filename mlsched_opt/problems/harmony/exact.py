@@ -97,9 +97,16 @@ def standalone_speeds(view: HarmonyView) -> np.ndarray:
                                       view.capacity[0], view.worker_demand[i], view.ps_demand[i]) for i in range(view.J)])
 
 
+def standalone_profile(view: HarmonyView) -> tuple[np.ndarray, np.ndarray]:
+    """Every job's standalone speed (samples/s) and its length alone on the empty cluster
+    (intervals), shapes (J,): the pair the policy's features and the deferral rules read."""
+    alone = standalone_speeds(view)
+    return alone, view.samples / (alone * view.slot_s)
+
+
 def standalone_intervals(view: HarmonyView) -> np.ndarray:
     """Every job's length alone on the empty cluster, in intervals (a policy feature)."""
-    return view.samples / (standalone_speeds(view) * view.slot_s)
+    return standalone_profile(view)[1]
 
 
 @dataclass(frozen=True)
@@ -376,7 +383,7 @@ def min_intervals(view: HarmonyView) -> np.ndarray:
     placement on the empty cluster).  No co-located task makes a job faster (all intensities u and
     sensitivities s are >= 0 and g is increasing on [0, inf), so every pressure term only grows),
     hence this is a lower bound on the job's run under any schedule."""
-    return view.samples / (standalone_speeds(view) * view.slot_s)
+    return standalone_intervals(view)
 
 
 def monotone_world(world: World) -> bool:

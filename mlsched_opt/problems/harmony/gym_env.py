@@ -47,7 +47,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .baselines import make_heuristic
-from .exact import standalone_intervals, standalone_speeds
+from .exact import standalone_profile
 from .features import context_width, decision_state, server_width
 from .simulate import DEFER_MAX, Ask, Chooser, Env, HarmonyRun, Steps, run_steps
 from .view import HarmonyView
@@ -143,8 +143,7 @@ class HarmonyEnv(gymnasium.Env):
         if self._steps is not None:
             self._steps.close()
         self.view = view
-        self._lengths = standalone_intervals(view)
-        self._alone = standalone_speeds(view)
+        self._alone, self._lengths = standalone_profile(view)
         self._scale = float(view.J) if self.reward_scale is None else float(self.reward_scale)
         self._occupancy = 0.0
         self._steps = run_steps(view, on_interval=self._on_interval, defer_max=self.defer_max)

@@ -271,7 +271,8 @@ def run_drl(instance: Instance, options: Mapping[str, Any], solve_options: Solve
     torch.set_num_threads(1)
     try:
         note = f"model {policy.path}"
-        trained = policy.meta.get("options", {}).get("defer") if isinstance(policy.meta.get("options"), dict) else None
+        options_trained = policy.meta.get("options")
+        trained = options_trained.get("defer") if isinstance(options_trained, dict) else None
         if isinstance(trained, int) and trained != defer_rule(options):
             # its deferral features are scaled by the rule it was trained under
             note += f" (trained under defer={trained}, run under defer={defer_rule(options)})"

@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import UserError
 from .baselines import Heuristic, LoadBalance, Packing, Standalone
-from .exact import standalone_speeds
+from .exact import standalone_profile, standalone_speeds
 from .features import context_width, decision_state, host_width, job_width, reward_inputs, server_width
 from .simulate import Ask, Env
 from .view import HarmonyView
@@ -113,6 +113,13 @@ class Step:
     job: int = -1
 
 
+def state_logits(net: Any, servers: np.ndarray, context: np.ndarray, mask: np.ndarray) -> Any:
+    """The (M + 1,) logits of one decision state, without gradient (a tensor)."""
+    with torch.no_grad():
+        return net.logits(torch.as_tensor(servers[None], dtype=torch.float32), torch.as_tensor(context[None], dtype=torch.float32),
+                          torch.as_tensor(mask[None]))[0]
+
+
 @dataclass
 class PolicyChooser:
     """A policy as a simulator chooser; ``log`` collects the steps taken (for training; with
@@ -136,8 +143,7 @@ class PolicyChooser:
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
         self.heuristic: Heuristic | None = None
-        self.alone = standalone_speeds(self.view)
-        self.length = self.view.samples / (self.alone * self.view.slot_s)
+        self.alone, self.length = standalone_profile(self.view)
         self.dry_run = Standalone()
         self.first: int | None = None   # the first task's server, chosen at the defer decision
         self.turn: int | None = None    # the job whose exploration draw is made (at its defer ask, else at its start)
@@ -188,10 +194,7 @@ class PolicyChooser:
         return self._act(env, j, servers, context, full)
 
     def _act(self, env: Env, j: int, servers: np.ndarray, context: np.ndarray, mask: np.ndarray, log: bool = True) -> int:
-        with torch.no_grad():
-            z = self.net.logits(torch.as_tensor(servers[None], dtype=torch.float32),
-                                torch.as_tensor(context[None], dtype=torch.float32),
-                                torch.as_tensor(mask[None]))[0].numpy().astype(float)
+        z = state_logits(self.net, servers, context, mask).numpy().astype(float)
         if self.greedy:
             action = int(np.argmax(z))
         else:

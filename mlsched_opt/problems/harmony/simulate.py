@@ -290,6 +290,11 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
     deadline = None if time_limit is None else began + time_limit
     handover = None if fallback is None or switch_s is None else Handover(fallback, began + switch_s)
     steps = run_steps(view, speed_fn, on_interval, deadline, defer_max)
+
+    def decider(env: Env) -> Chooser:
+        # who decides a job is settled at its turn: the handover switches between jobs
+        return chooser if handover is None else handover.chooser(env, chooser)
+
     current = chooser
     answer: Any = None
     try:
@@ -300,12 +305,11 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
                 assert ask.mask is not None  # a task ask carries its mask
                 answer = current.choose(ask.env, ask.j, ask.role, ask.mask)
             elif ask.kind == "defer":
-                # who decides a job is settled at its turn: the handover switches between jobs
-                current = chooser if handover is None else handover.chooser(ask.env, chooser)
+                current = decider(ask.env)
                 defer = getattr(current, "defer", None)
                 answer = defer is not None and bool(defer(ask.env, ask.j))
             elif ask.kind == "start":
-                current = chooser if handover is None else handover.chooser(ask.env, chooser)
+                current = decider(ask.env)
                 current.start_job(ask.env, ask.j)
             else:
                 current.end_job(ask.env, ask.j, ask.placed)

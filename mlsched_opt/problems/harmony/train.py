@@ -51,8 +51,8 @@ import numpy as np
 from ...errors import OptionError
 from ...io import from_document, load_catalog
 from ..base import GenerateSpec, Option, TrainSpec, parse_values
-from .baselines import DEFERRING, HEURISTICS, Standalone, make_heuristic
-from .exact import standalone_speeds
+from .baselines import DEFERRING, HEURISTICS, Delegating, Standalone, make_heuristic
+from .exact import standalone_profile, standalone_speeds
 from .features import decision_state, reward_inputs
 from .generate import generate
 from .simulate import DEFER_MAX, Ask, simulate, true_speeds
@@ -259,24 +259,20 @@ def _update(net, opt, buffer: list[tuple], rng: np.random.Generator, beta: float
     opt.step()
 
 
-class _Recorder:
+class _Recorder(Delegating):
     """Wraps a heuristic and logs the policy state and action of each of its decisions (for
     imitation): at a job's turn "not now" (the last action) or the server of its first task."""
 
     def __init__(self, inner, view: HarmonyView):
-        self.inner = inner
-        self.alone = standalone_speeds(view)
-        self.length = view.samples / (self.alone * view.slot_s)
+        super().__init__(inner)
+        self.alone, self.length = standalone_profile(view)
         self.dry_run = Standalone()
         self.log: list[tuple] = []
         self.pending: tuple | None = None   # the state of a defer decision answered "place now"
 
-    def start_job(self, env, j):
-        self.inner.start_job(env, j)
-
     def end_job(self, env, j, placed):
         self.pending = None
-        self.inner.end_job(env, j, placed)
+        super().end_job(env, j, placed)
 
     def defer(self, env, j):
         servers, context, mask = decision_state(Ask("defer", env, j), self.length, self.alone, self.dry_run)
@@ -363,12 +359,11 @@ def _rollout_labels(net, view: HarmonyView, speed_fn, defer_max: int, rng: np.ra
 def _best_server(net, step) -> int:
     import torch
 
+    from .policy import state_logits
+
     mask = step.mask.copy()
     mask[-1] = False
-    with torch.no_grad():
-        z = net.logits(torch.as_tensor(step.servers[None], dtype=torch.float32),
-                       torch.as_tensor(step.context[None], dtype=torch.float32), torch.as_tensor(mask[None]))[0]
-    return int(torch.argmax(z))
+    return int(torch.argmax(state_logits(net, step.servers, step.context, mask)))
 
 
 def _supervised_step(net, opt, labelled: list[tuple], taught: list[tuple], rng: np.random.Generator, batch: int = 64) -> None:
