@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mlsched_opt.checking.core import CheckResult
+from mlsched_opt.cli import main
 from mlsched_opt.io import from_document, load_catalog
 from mlsched_opt.problems import REGISTRY, GenerateSpec
 from mlsched_opt.problems.harmony.baselines import DEFERRING, Standalone, make_heuristic
@@ -22,6 +24,7 @@ from mlsched_opt.problems.harmony.view import view_of
 from mlsched_opt.solvers import SolveOptions
 
 FAMILY = REGISTRY["harmony"]
+ROOT = Path(__file__).resolve().parents[1]
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch not installed: pip install -e '.[rl]'")
 
 
@@ -233,7 +236,7 @@ def test_the_policy_can_hold_a_job_back_and_its_answer_passes_the_checker():
 
 
 @needs_torch
-def test_a_first_format_policy_is_refused_by_name(tmp_path):
+def test_a_first_format_policy_is_refused_by_name(tmp_path, capsys):
     import torch
 
     from mlsched_opt.errors import UserError
@@ -243,6 +246,17 @@ def test_a_first_format_policy_is_refused_by_name(tmp_path):
     torch.save({"format": "mlsched-harmony-policy/1", "types": ["a"], "state_dict": {}, "meta": {}}, path)
     with pytest.raises(UserError, match="first format"):
         load_policy(path, view_of(generated(0, 2, 2), {}))
+    # through the command line: one message naming the file and the field, exit 2, nothing written
+    out = tmp_path / "h.sol.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", str(ROOT / "instances" / "harmony-40jobs.toml"), "--method", "drl", "--model", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "first format" in err and str(path) in err and "--model" in err
+    assert not out.exists()
+    # train -o may replace a first-format policy (it checks the target before training)
+    from mlsched_opt.problems.harmony.policy import check_output
+
+    assert check_output(path) == path
 
 
 @needs_torch
