@@ -505,7 +505,7 @@ def test_the_shipped_policy_loads_as_weights_only_and_keeps_its_decisions():
     a = simulate(view, policy.chooser(view)).decision(view)
     from mlsched_opt.problems.harmony.policy import PolicyChooser
 
-    b = simulate(view, PolicyChooser(net, view)).decision(view)
+    b = simulate(view, PolicyChooser(net, view, placer=policy.placer, advisor=policy.advisor)).decision(view)
     assert a == b
 
 

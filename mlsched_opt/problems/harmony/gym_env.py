@@ -24,7 +24,9 @@ problem.
   ``deferrals``, where ``drl``'s chooser answers "place now" and does not).
 * **Observation**: one flat ``Box(float32)``: the per-server rows of
   :func:`~.features.decision_state` (``M x server_width(L)``, raveled) followed by its context row
-  (``context_width(L)``, the deferral block included).  ``M`` and the job types are fixed per env:
+  (``context_width(L)``, the deferral block included; the interference features dry-run
+  standalone-first, and the advice entries are zeros: an agent here learns without a teacher).
+  ``M`` and the job types are fixed per env:
   a trace of another cluster size or another world's types is refused with a :class:`ValueError`.
 * **Reward**: minus the jobs in the system during the intervals simulated since the previous step
   (:attr:`~.simulate.Env.occupancy`, a finishing job for its fraction), divided by the reward

@@ -17,7 +17,9 @@ Spec 004 section 2 [PROP where marked there; sized for a 2-core CPU, our design]
 * :class:`PolicyChooser` — plugs a policy into the simulator: argmax or sampled actions, the
   job-aware omega-greedy exploration of 2.5 (with probability omega a whole job follows bin
   packing or load balancing, drawn once per job), and a log of (state, mask, action, interval)
-  for training.
+  for training.  Its interference features dry-run ``placer``, the placement heuristic of the
+  teacher it was trained from, and it sees that teacher's answer to the decision as advice (one
+  more server column and context entry; both saved in the policy's metadata; format ``/3``).
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import UserError
-from .baselines import Heuristic, LoadBalance, Packing, Standalone
+from .baselines import DEFERRING, HEURISTICS, Heuristic, LoadBalance, Packing, make_heuristic
 from .exact import standalone_profile, standalone_speeds
-from .features import context_width, decision_state, host_width, job_width, reward_inputs, server_width
+from .features import advice_of, context_width, decision_state, first_role, host_width, job_width, reward_inputs, server_width
 from .simulate import Ask, Env
 from .view import HarmonyView
 
@@ -139,12 +141,17 @@ class PolicyChooser:
     # forced answers to defer decisions, (job, interval) -> hold back (training's rollouts); "place
     # now" takes the policy's best server
     overrides: dict[tuple[int, int], bool] = field(default_factory=dict)
+    # the heuristic whose dry run gives the interference features (the policy's teacher's placement)
+    placer: str = "standalone"
+    # the heuristic whose answer the policy sees as advice (its teacher; None: a policy trained without)
+    advisor: str | None = None
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
         self.heuristic: Heuristic | None = None
         self.alone, self.length = standalone_profile(self.view)
-        self.dry_run = Standalone()
+        self.dry_run = make_heuristic(self.placer)
+        self.adviser = None if self.advisor is None else make_heuristic(self.advisor)
         self.first: int | None = None   # the first task's server, chosen at the defer decision
         self.turn: int | None = None    # the job whose exploration draw is made (at its defer ask, else at its start)
 
@@ -163,9 +170,9 @@ class PolicyChooser:
         self._draw(j)
         if self.heuristic is not None:   # an exploring job follows its heuristic, which places it now
             return False
-        servers, context, mask = decision_state(Ask("defer", env, j), self.length, self.alone, self.dry_run)
-        if not mask[:-1].any():   # no task of it fits now: it waits whatever the answer
+        if not env.feasible(j, first_role(env.view, j)).any():   # no task of it fits now: it waits whatever the answer
             return False
+        servers, context, mask = self.state(Ask("defer", env, j))
         forced = self.overrides.get((j, env.interval))
         if forced is not None:
             if forced:
@@ -187,11 +194,16 @@ class PolicyChooser:
         if self.heuristic is not None:
             action = self.heuristic.choose(env, j, role, mask)
             if self.record:
-                servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run)
+                servers, context, full = self.state(Ask("task", env, j, role, mask))
                 self.log.append(Step(servers, context, full, action, env.interval, j))
             return action
-        servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run)
+        servers, context, full = self.state(Ask("task", env, j, role, mask))
         return self._act(env, j, servers, context, full)
+
+    def state(self, ask: Ask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The policy's input for ``ask`` (:func:`~.features.decision_state`, with the advice)."""
+        advice = None if self.adviser is None else advice_of(self.adviser, ask)
+        return decision_state(ask, self.length, self.alone, self.dry_run, advice)
 
     def _act(self, env: Env, j: int, servers: np.ndarray, context: np.ndarray, mask: np.ndarray, log: bool = True) -> int:
         z = state_logits(self.net, servers, context, mask).numpy().astype(float)
@@ -237,7 +249,16 @@ class LoadedPolicy:
     meta: dict
 
     def chooser(self, view: HarmonyView, greedy: bool = True, seed: int = 0) -> PolicyChooser:
-        return PolicyChooser(self.net, view, greedy=greedy, seed=seed, record=False)
+        return PolicyChooser(self.net, view, greedy=greedy, seed=seed, record=False, placer=self.placer, advisor=self.advisor)
+
+    @property
+    def advisor(self) -> str | None:
+        advisor = self.meta.get("advisor")
+        return None if advisor is None else str(advisor)
+
+    @property
+    def placer(self) -> str:
+        return str(self.meta.get("placer", "standalone"))
 
 
 def save_policy(path: str | Path, net: Any, types: tuple[str, ...], meta: dict) -> None:
@@ -297,9 +318,14 @@ def check_output(output: str | Path) -> Path:
     return path
 
 
-#: /2: the "not now" action and the deferral block (a /1 policy has neither and is refused by name)
-FORMAT = "mlsched-harmony-policy/2"
-FIRST_FORMAT = "mlsched-harmony-policy/1"
+#: /3: the deferral block with the shortest-first ratio, the teacher's dry run (``meta["placer"]``) and
+#: its advice (``meta["advisor"]``)
+FORMAT = "mlsched-harmony-policy/3"
+#: earlier formats, refused by name: what they lack
+EARLIER_FORMATS = {
+    "mlsched-harmony-policy/1": "a policy of the first format, without the \"not now\" action",
+    "mlsched-harmony-policy/2": "a policy of the second format, whose deferral block lacks the shortest-first ratio",
+}
 
 
 def _read_policy_document(p: Path, earlier_formats: bool = False) -> dict:
@@ -312,10 +338,11 @@ def _read_policy_document(p: Path, earlier_formats: bool = False) -> dict:
         raise UserError(f"not a safe policy file: only tensors and plain data are loaded ({type(exc).__name__})",
                         file=str(p), field="--model") from None
     fmt = doc.get("format") if isinstance(doc, dict) else None
-    if fmt == FIRST_FORMAT and not earlier_formats:
-        raise UserError("a policy of the first format, without the \"not now\" action; train it again with "
-                        "mlsched train --problem harmony", file=str(p), field="--model")
-    if fmt not in (FORMAT, FIRST_FORMAT):
+    fmt = fmt if isinstance(fmt, str) else None   # a crafted file may hold any value here
+    if fmt in EARLIER_FORMATS and not earlier_formats:
+        raise UserError(f"{EARLIER_FORMATS[fmt]}; train it again with mlsched train --problem harmony", file=str(p),
+                        field="--model")
+    if fmt != FORMAT and fmt not in EARLIER_FORMATS:
         raise UserError("not an mlsched harmony policy file", file=str(p), field="--model")
     types, state = doc.get("types"), doc.get("state_dict")
     if not isinstance(types, list) or not types or not all(isinstance(t, str) for t in types):
@@ -324,6 +351,13 @@ def _read_policy_document(p: Path, earlier_formats: bool = False) -> dict:
         raise UserError("the policy's weights are not a mapping of tensors", file=str(p), field="--model")
     if not isinstance(doc.get("meta", {}), dict):
         raise UserError("the policy's metadata is not a mapping", file=str(p), field="--model")
+    placer = doc.get("meta", {}).get("placer", "standalone")
+    if not isinstance(placer, str) or placer not in HEURISTICS:
+        raise UserError(f"the policy's placer is not one of {', '.join(HEURISTICS)}", file=str(p), field="--model")
+    advisor = doc.get("meta", {}).get("advisor")
+    if advisor is not None and (not isinstance(advisor, str) or advisor not in (*HEURISTICS, *DEFERRING)):
+        raise UserError(f"the policy's advisor is not one of {', '.join((*HEURISTICS, *DEFERRING))}", file=str(p),
+                        field="--model")
     return doc
 
 

@@ -7,17 +7,21 @@
    the held-out heuristic samples is reported.
 2. **Supervised warm-up** [DL2's SL mode; our choice of teacher]: the actor imitates the heuristic
    with the lowest average JCT on the validation traces, deferral variants included (its "not
-   now" answers too), ``warmup`` passes over its decisions.
+   now" answers too), ``warmup`` passes over its decisions.  The policy's interference features
+   dry-run the teacher's own placement heuristic (``placer``, saved with the policy), so the
+   teacher's deferral rule is a function of the policy's state.
 3. **Improvement** after the warm-up, one training trace per episode, in the reward model's
    speeds (``speeds=model``, the faithful setting: Harmony trains against its learned reward
    model) or the true world's (``speeds=true``, the control).  Two algorithms (``algo``):
 
-   * ``rollout`` (default; our design, issue 21): policy improvement by rollouts.  The greedy
-     policy runs the trace; ``probes`` of its hold-back decisions are re-simulated answered the
-     other way, and each decision's state is labelled with the answer of the lower total JCT
-     (the simulator is the model, as in approximate policy iteration); ``updates`` steps of
-     cross-entropy on these labels (a FIFO of 8192), each mixed with as many samples of the
-     teacher's, so the placements the rollouts do not question are kept.
+   * ``rollout`` (default; our design, issue 21): DAgger and policy improvement by rollouts
+     (:func:`_rollout_labels`).  Every decision of the greedy policy's run of the trace is
+     labelled with the teacher's answer in the state the policy reached (DAgger); ``probes``
+     hold-back decisions of the teacher's own run are answered both ways, each scored by the
+     teacher finishing the run in ``futures`` sampled futures, and labelled with the better
+     answer (one step of policy iteration from the teacher).  ``updates`` steps of cross-entropy
+     per episode, each on 64 rollout labels (a FIFO of 8192) and 64 teacher labels (the
+     warm-up's and the newest DAgger ones, :data:`DAGGER_KEEP`).
    * ``ac``: actor-critic (spec 2.5).  The reward of interval t is JCT-shaped by default
      (``reward=jct``): minus the jobs in the system during the interval (Little's law: over an
      episode they add up to the total JCT), plus the same count in the teacher's run of the same
@@ -43,7 +47,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,12 +55,17 @@ import numpy as np
 from ...errors import OptionError
 from ...io import from_document, load_catalog
 from ..base import GenerateSpec, Option, TrainSpec, parse_values
-from .baselines import DEFERRING, HEURISTICS, Delegating, Standalone, make_heuristic
+from .baselines import DEFERRING, HEURISTICS, Delegating, make_heuristic
 from .exact import standalone_profile, standalone_speeds
-from .features import decision_state, reward_inputs
+from .features import advice_of, decision_state, first_role, reward_inputs
 from .generate import generate
+from .policy import PolicyChooser
 from .simulate import DEFER_MAX, Ask, simulate, true_speeds
 from .view import HarmonyView, view_of
+from .world import Jobs
+
+#: training traces whose later arrivals are the futures rollouts sample from
+FUTURE_POOL = 16
 
 TRAIN_OPTIONS = (
     Option("world", "default", ("default", "hard", "gavel"), "interference world the traces run in", problem=True),
@@ -71,16 +80,19 @@ TRAIN_OPTIONS = (
            "episodes run at the learned reward model's speeds (faithful) or the true world's (control)"),
     Option("defer", DEFER_MAX, None, "the deferral rule the policy is trained under: a job may be held back within this many "
            "intervals of its arrival", minimum=0, maximum=10_000),
+    Option("advice", True, None, "the policy sees its teacher's answer to each decision as an input (and learns when "
+           "to depart from it)"),
     Option("algo", "rollout", ("rollout", "ac"), "after the warm-up: policy improvement by rollouts of the hold-back "
            "decisions (rollout) or actor-critic on the reward (ac)"),
     Option("probes", 16, None, "rollout: hold-back decisions re-simulated per episode", minimum=1, maximum=10_000),
+    Option("futures", 4, None, "rollout: sampled futures each answer is scored in", minimum=1, maximum=FUTURE_POOL),
     Option("gamma", 0.95, None, "ac: discount over intervals", minimum=0.0, maximum=1.0),
-    Option("lr", 1e-4, None, "Adam learning rate (actor and critic; DL2: 1e-4)", minimum=1e-8, maximum=1.0),
+    Option("lr", 3e-4, None, "Adam learning rate (actor and critic; DL2: 1e-4)", minimum=1e-8, maximum=1.0),
     Option("warmup", 20, None, "supervised warm-up passes over the best heuristic's decisions (0: none)", minimum=0, maximum=1000),
     Option("omega", 0.3, None, "initial job-aware exploration probability (0: entropy only)", minimum=0.0, maximum=1.0),
-    Option("updates", 8, None, "gradient steps per episode", minimum=1, maximum=1000),
+    Option("updates", 32, None, "gradient steps per episode", minimum=1, maximum=1000),
     Option("eval_every", 20, None, "episodes between validation runs", minimum=1, maximum=100_000),
-    Option("validation", 4, None, "validation traces", minimum=1, maximum=100),
+    Option("validation", 8, None, "validation traces", minimum=1, maximum=100),
     Option("reward_traces", 8, None, "training traces the reward model's samples come from", minimum=1, maximum=1000),
 )
 
@@ -123,7 +135,7 @@ def train_command(spec: TrainSpec) -> str:
 def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[[int, str], None] | None = None) -> TrainResult:
     import torch
 
-    from .policy import PolicyChooser, PolicyNet, RewardModelSpeeds
+    from .policy import PolicyNet, RewardModelSpeeds
 
     torch.manual_seed(seed)
     torch.set_num_threads(1)
@@ -139,11 +151,15 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
         return make_trace(trace_seed(split, seed, k), jobs, M, opts["world"], float(opts["load"]), bool(opts["static"]))
 
     validation = [trace("validation", k) for k in range(int(opts["validation"]))]
+    futures = [trace("train", 40_000 + k) for k in range(FUTURE_POOL)] if opts["algo"] == "rollout" else []
     types = validation[0].world.types
     L = len(types)
 
     # 1. reward model from logged heuristic runs
     reward_net, rm_stats = fit_reward_model([trace("train", 10_000 + k) for k in range(int(opts["reward_traces"]))], L, seed)
+
+    def speeds(view: HarmonyView):
+        return RewardModelSpeeds(reward_net, view) if opts["speeds"] == "model" else true_speeds(view)
 
     # 2. supervised warm-up on the best heuristic
     net = PolicyNet(L)
@@ -152,30 +168,40 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
     heur_jct = {name: float(np.mean([simulate(v, make_heuristic(name, seed), defer_max=D).jct(v).mean() for v in validation]))
                 for name in (*HEURISTICS, *DEFERRING, "random")}
     teacher = min(heur_jct, key=lambda name: heur_jct[name])
-    taught = _imitate(net, [trace("train", 20_000 + k) for k in range(16)], teacher, int(opts["warmup"]), seed, D)
+    placer = placer_of(teacher)
+    advisor = teacher if opts["advice"] and teacher != "random" else None
+    taught = _imitate(net, [trace("train", 20_000 + k) for k in range(16)], teacher, int(opts["warmup"]), seed, D, placer,
+                      advisor is not None)
+    policy: dict[str, Any] = {"placer": placer, "advisor": advisor}   # how the policy's states are built
 
     def validate() -> float:
-        return float(np.mean([simulate(v, PolicyChooser(net, v, greedy=True, record=False), defer_max=D).jct(v).mean()
+        return float(np.mean([simulate(v, PolicyChooser(net, v, greedy=True, record=False, **policy), defer_max=D).jct(v).mean()
                               for v in validation]))
 
     curve = [(0, validate())]
     best = (curve[0][1], copy.deepcopy(net.state_dict()))
     buffer: list[tuple] = []
     labelled: list[tuple] = []
+    dagger: list[tuple] = []
     gamma = float(opts["gamma"])
     for e in range(1, episodes + 1):
         frac = (e - 1) / max(1, episodes - 1)
         omega = float(opts["omega"]) * max(0.0, 1 - 2 * frac) + (0.02 if float(opts["omega"]) > 0 else 0.0) * min(1.0, 2 * frac)
         beta = 0.1 * (1 - frac) + 0.01 * frac
         view = trace("train", e)
-        speed_fn = RewardModelSpeeds(reward_net, view) if opts["speeds"] == "model" else true_speeds(view)
+        speed_fn = speeds(view)
         if opts["algo"] == "rollout":
-            labelled += _rollout_labels(net, view, speed_fn, D, rng, int(opts["probes"]))
+            pick = rng.choice(len(futures), size=min(int(opts["futures"]), len(futures)), replace=False)
+            found, expert = _rollout_labels(net, view, speeds, D, rng, int(opts["probes"]), teacher, seed,
+                                            [futures[int(i)] for i in pick], policy)
+            labelled += found
             del labelled[:-8192]
+            dagger += expert
+            del dagger[:-DAGGER_KEEP]
             for _ in range(int(opts["updates"])):
-                _supervised_step(net, opt, labelled, taught, rng)
+                _supervised_step(net, opt, labelled, taught + dagger, rng)
         else:
-            chooser = PolicyChooser(net, view, greedy=False, omega=omega, seed=int(rng.integers(2**31)))
+            chooser = PolicyChooser(net, view, greedy=False, omega=omega, seed=int(rng.integers(2**31)), **policy)
             rewards = _episode_rewards(view, chooser, speed_fn, opts["reward"], make_heuristic(teacher, seed), D)
             returns = _returns(rewards, gamma)
             for step in chooser.log:
@@ -193,13 +219,23 @@ def train(episodes: int, seed: int, opts: Mapping[str, Any], progress: Callable[
     net.load_state_dict(best[1])
     net.eval()
     meta = {"types": list(types), "world": opts["world"], "episodes": episodes, "seed": seed, "options": dict(opts),
-            "curve": curve, "validation_jct": best[0], "heuristics_validation_jct": heur_jct, "teacher": teacher,
+            "curve": curve, "validation_jct": best[0], "heuristics_validation_jct": heur_jct, "teacher": teacher, **policy,
             "reward_model": rm_stats, "train_s": round(time.perf_counter() - start, 1), "servers": M}
     return TrainResult(net, meta)
 
 
+def placer_of(teacher: str) -> str:
+    """The placement heuristic behind ``teacher`` (a deferral variant's inner one): the policy's
+    interference features dry-run it, so the teacher's deferral rule is a function of the state."""
+    inner = DEFERRING[teacher][0] if teacher in DEFERRING else teacher
+    return inner if inner in HEURISTICS else "standalone"
+
+
 #: JCT-shaped rewards are divided by this (jobs in the system per interval are tens at most)
 JCT_REWARD_SCALE = 10.0
+
+#: teacher labels (DAgger) kept for the improvement steps: the newest, about 30 training traces' worth
+DAGGER_KEEP = 12_000
 
 
 def _episode_rewards(view: HarmonyView, chooser, speed_fn, reward: str, teacher, defer_max: int) -> dict[int, float]:
@@ -263,11 +299,13 @@ class _Recorder(Delegating):
     """Wraps a heuristic and logs the policy state and action of each of its decisions (for
     imitation): at a job's turn "not now" (the last action) or the server of its first task."""
 
-    def __init__(self, inner, view: HarmonyView):
+    def __init__(self, inner, view: HarmonyView, placer: str, advise: bool):
         super().__init__(inner)
         self.alone, self.length = standalone_profile(view)
-        self.dry_run = Standalone()
+        self.dry_run = make_heuristic(placer)
+        self.advise = advise   # the states show the teacher's own answer as advice
         self.log: list[tuple] = []
+        self.asks: list[tuple[int, int] | None] = []   # per log entry: (job, interval) of a hold-back decision
         self.pending: tuple | None = None   # the state of a defer decision answered "place now"
 
     def end_job(self, env, j, placed):
@@ -275,34 +313,45 @@ class _Recorder(Delegating):
         super().end_job(env, j, placed)
 
     def defer(self, env, j):
-        servers, context, mask = decision_state(Ask("defer", env, j), self.length, self.alone, self.dry_run)
-        defer = getattr(self.inner, "defer", None)
-        held = defer is not None and bool(defer(env, j))
+        ask = Ask("defer", env, j)
+        if self.advise:
+            advice = advice_of(self.inner, ask)
+            held = advice == env.view.M
+        else:
+            advice = None
+            defer = getattr(self.inner, "defer", None)
+            held = defer is not None and bool(defer(env, j))
+        servers, context, mask = decision_state(ask, self.length, self.alone, self.dry_run, advice)
         self.pending = None
         if held:
             self.log.append((servers, context, mask, len(mask) - 1))
+            self.asks.append((j, env.interval))
         elif mask[:-1].any():
-            self.pending = (servers, context, mask)
+            self.pending = (servers, context, mask, (j, env.interval))
         return held
 
     def choose(self, env, j, role, mask):
         a = self.inner.choose(env, j, role, mask)
+        key = None
         if self.pending is not None:
-            servers, context, full = self.pending
+            servers, context, full, key = self.pending
             self.pending = None
         else:
-            servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run)
+            servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run,
+                                                    a if self.advise else None)
         self.log.append((servers, context, full, a))
+        self.asks.append(key)
         return a
 
 
-def _imitate(net, views: list[HarmonyView], teacher: str, passes: int, seed: int, defer_max: int) -> list[tuple]:
+def _imitate(net, views: list[HarmonyView], teacher: str, passes: int, seed: int, defer_max: int, placer: str,
+             advise: bool) -> list[tuple]:
     """``passes`` epochs of imitation of ``teacher`` on ``views``; returns its (state, action) samples."""
     import torch
 
     data: list[tuple] = []
     for k, view in enumerate(views):
-        rec = _Recorder(make_heuristic(teacher, seed + k), view)
+        rec = _Recorder(make_heuristic(teacher, seed + k), view, placer, advise)
         simulate(view, rec, defer_max=defer_max)
         data += rec.log
     opt = torch.optim.Adam([*net.actor.parameters(), *net.logit.parameters(), *net.defer.parameters()], lr=1e-3)
@@ -327,55 +376,145 @@ def _cross_entropy_step(net, opt, items: list[tuple], clip: bool = True) -> None
     opt.step()
 
 
-def _rollout_labels(net, view: HarmonyView, speed_fn, defer_max: int, rng: np.random.Generator, probes: int) -> list[tuple]:
-    """Policy improvement by rollouts [our design, issue 21]: run the greedy policy on a training
-    trace, pick ``probes`` of its hold-back decisions at random, re-simulate the trace with each one
-    answered the other way (every other decision the policy's), and label the decision's state
-    with the answer of the lower total JCT ("place now" is the policy's best server).  Rollouts run
-    at ``speed_fn``'s speeds (the reward model's by default); a decision whose two answers tie
-    teaches nothing and is dropped."""
+def _rollout_labels(net, view: HarmonyView, speeds: Callable[[HarmonyView], Any], defer_max: int, rng: np.random.Generator,
+                    probes: int, teacher: str, seed: int, futures: list[HarmonyView],
+                    policy: Mapping[str, Any] | None = None) -> tuple[list[tuple], list[tuple]]:
+    """Labels for one training trace: ``(rollout labels, teacher labels)``.
+
+    Teacher labels (DAgger, Ross, Gordon and Bagnell 2011): the greedy policy runs the trace and
+    every decision it makes is labelled with the teacher's answer in the state the policy reached
+    (behaviour cloning alone learns the teacher's states only, and one early difference puts the
+    policy where it never learnt anything).
+
+    Rollout labels [our design, issue 21], one step of policy iteration from the teacher
+    (Bertsekas's rollout algorithm, by Monte Carlo over futures): ``probes`` of the hold-back
+    decisions of the teacher's own run of the trace are each answered both ways, and each answer
+    is scored by the teacher finishing the run (it decides every other hold-back and task) in
+    each of the ``futures``: the trace's jobs up to the decision's interval, then a future
+    trace's later arrivals (:func:`splice`; a decision must not be judged by the one future the
+    trace happens to have, which the policy cannot see).  The state is labelled with the answer
+    of the lower mean total JCT ("place now": the teacher's server, or the policy's best when the
+    teacher held the job back); ties teach nothing.  ``speeds(view)``: the speed function
+    rollouts run at (the reward model's by default)."""
     from .policy import PolicyChooser
 
-    def total(overrides: dict[tuple[int, int], bool]):
-        chooser = PolicyChooser(net, view, greedy=True, record=not overrides, overrides=overrides)
-        return float(simulate(view, chooser, speed_fn, defer_max=defer_max).jct(view).sum()), chooser
+    run = _Labelling(net, view, greedy=True, record=True, teacher=make_heuristic(teacher, seed), **(policy or {}))
+    simulate(view, run, speeds(view), defer_max=defer_max)
+    expert = [(s.servers, s.context, s.mask, a) for s, a in zip(run.log, run.labels)]
 
-    base, chooser = total({})
-    decisions = [s for s in chooser.log if s.mask[-1]]
+    chooser = PolicyChooser(net, view, **(policy or {}))
+    rec = _Recorder(make_heuristic(teacher, seed), view, chooser.placer, chooser.advisor is not None)
+    simulate(view, rec, speeds(view), defer_max=defer_max)
+    asks = {i: key for i, key in enumerate(rec.asks) if key is not None and rec.log[i][2][:-1].any()}
     out: list[tuple] = []
-    for i in (rng.choice(len(decisions), size=min(probes, len(decisions)), replace=False) if decisions else []):
-        step = decisions[int(i)]
-        held = step.action == len(step.mask) - 1
-        other, _ = total({(step.job, step.interval): not held})
-        if abs(other - base) <= 1e-9 * max(1.0, base):
+    for i in (rng.choice(sorted(asks), size=min(probes, len(asks)), replace=False) if asks else []):
+        servers, context, mask, action = rec.log[int(i)]
+        j, t = asks[int(i)]
+        held = action == len(mask) - 1
+        total = {}
+        for answer in (held, not held):
+            cost = 0.0
+            for future in futures:
+                spliced, past = splice(view, t, future)
+                fixed = {(int(np.searchsorted(past, j)), t): answer}
+                cost += float(simulate(spliced, _Scripted(make_heuristic(teacher, seed), fixed), speeds(spliced),
+                                       defer_max=defer_max).jct(spliced).sum())
+            total[answer] = cost
+        if abs(total[True] - total[False]) <= 1e-9 * max(1.0, total[False]):
             continue
-        if (other < base) == held:   # placing now wins: the label is the policy's best server
-            out.append((step.servers, step.context, step.mask, _best_server(net, step)))
+        if total[True] < total[False]:
+            out.append((servers, context, mask, len(mask) - 1))
         else:
-            out.append((step.servers, step.context, step.mask, len(step.mask) - 1))
-    return out
+            best = action if not held else _best_server(net, servers, context, mask)
+            out.append((servers, context, mask, best))
+    return out, expert
 
 
-def _best_server(net, step) -> int:
+def splice(view: HarmonyView, t: int, future: HarmonyView) -> tuple[HarmonyView, np.ndarray]:
+    """``view``'s jobs that arrived by interval ``t``, then ``future``'s jobs arriving after it (the
+    same cluster and world): one possible future of the trace seen at ``t``.  Returns the view and
+    the original indices of the kept jobs (kept in order, so job ``j`` is ``searchsorted(past, j)``)."""
+    import dataclasses
+
+    past = np.flatnonzero(view.arrival <= t)
+    later = np.flatnonzero(future.arrival > t)
+
+    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate([a[past], b[later]])
+
+    jobs = Jobs(*(cat(getattr(view.jobs, f), getattr(future.jobs, f)) for f in ("kind", "is_ps", "W", "P")))
+    ids = tuple(view.ids[i] for i in past) + tuple(f"future-{future.ids[i]}" for i in later)
+    spliced = dataclasses.replace(view, ids=ids, jobs=jobs, worker_demand=cat(view.worker_demand, future.worker_demand),
+                                  ps_demand=cat(view.ps_demand, future.ps_demand), samples=cat(view.samples, future.samples),
+                                  arrival=cat(view.arrival, future.arrival))
+    return spliced, past
+
+
+class _Scripted(Delegating):
+    """A heuristic whose hold-back answers are fixed for the listed (job, interval) pairs."""
+
+    def __init__(self, inner, fixed: Mapping[tuple[int, int], bool]):
+        super().__init__(inner)
+        self.fixed = fixed
+
+    def defer(self, env, j):
+        got = self.fixed.get((j, env.interval))
+        if got is not None:
+            return got
+        own = getattr(self.inner, "defer", None)
+        return own is not None and bool(own(env, j))
+
+
+@dataclass
+class _Labelling(PolicyChooser):
+    """The greedy policy, with the teacher's answer recorded beside each decision it logs
+    (``labels[i]`` answers ``log[i]``; none without a teacher)."""
+
+    teacher: Any = None
+    labels: list[int] = field(default_factory=list)
+
+    def defer(self, env, j):
+        self.asked = (j, "")
+        return super().defer(env, j)
+
+    def choose(self, env, j, role, mask):
+        self.asked = (j, role)
+        return super().choose(env, j, role, mask)
+
+    def _act(self, env, j, servers, context, mask, log=True):
+        if self.teacher is not None and self.record and log:
+            _, role = self.asked
+            if role:
+                label = self.teacher.choose(env, j, role, mask[:-1])
+            else:
+                defer = getattr(self.teacher, "defer", None)
+                held = defer is not None and bool(defer(env, j))
+                label = len(mask) - 1 if held else self.teacher.choose(env, j, first_role(env.view, j), mask[:-1])
+            self.labels.append(label)
+        return super()._act(env, j, servers, context, mask, log)
+
+
+def _best_server(net, servers: np.ndarray, context: np.ndarray, mask: np.ndarray) -> int:
     import torch
 
     from .policy import state_logits
 
-    mask = step.mask.copy()
+    mask = mask.copy()
     mask[-1] = False
-    return int(torch.argmax(state_logits(net, step.servers, step.context, mask)))
+    return int(torch.argmax(state_logits(net, servers, context, mask)))
 
 
 def _supervised_step(net, opt, labelled: list[tuple], taught: list[tuple], rng: np.random.Generator, batch: int = 64) -> None:
     """One step of cross-entropy on ``batch`` rollout labels (none before there are that many),
     mixed with as many of the teacher's samples (so placements the rollouts never question are not
     forgotten)."""
-    if len(labelled) < batch:   # a handful of labels repeated step after step would be learnt by heart
-        return
-    items = [labelled[i] for i in rng.choice(len(labelled), size=min(batch, len(labelled)), replace=False)]
+    items = []
+    if len(labelled) >= batch:   # a handful of labels repeated step after step would be learnt by heart
+        items = [labelled[i] for i in rng.choice(len(labelled), size=batch, replace=False)]
     if taught:
         items += [taught[i] for i in rng.choice(len(taught), size=min(batch, len(taught)), replace=False)]
-    _cross_entropy_step(net, opt, items)
+    if items:
+        _cross_entropy_step(net, opt, items)
 
 
 def reward_samples(views: list[HarmonyView], seed: int, noise: float = 0.03):
