@@ -197,12 +197,12 @@ def test_placing_now_at_the_defer_decision_puts_the_first_task_on_the_chosen_ser
     chosen = {}
 
     class LastServer(PolicyChooser):
-        def _act(self, env, j, servers, context, mask, log=True):
+        def _act(self, env, j, servers, context, mask):
             if mask[-1]:   # the defer decision: place now, on the last server that fits
                 s = int(np.flatnonzero(mask[:-1])[-1])
                 chosen[j] = (env.interval, s)
                 return s
-            return super()._act(env, j, servers, context, mask, log)
+            return super()._act(env, j, servers, context, mask)
 
     run = simulate(view, LastServer(PolicyNet(len(view.world.types)), view), defer_max=3)
     checked = 0
@@ -262,7 +262,7 @@ def test_an_earlier_format_policy_is_refused_by_name(tmp_path, capsys, version, 
 
 @needs_torch
 @pytest.mark.parametrize("value", [["mlsched-harmony-policy/3"], {"a": 1}, 3, None])
-def test_a_policy_whose_format_or_placer_is_any_json_value_is_refused(tmp_path, value):
+def test_a_policy_whose_format_placer_or_advisor_is_any_json_value_is_refused(tmp_path, value):
     import torch
 
     from mlsched_opt.errors import UserError
@@ -276,6 +276,14 @@ def test_a_policy_whose_format_or_placer_is_any_json_value_is_refused(tmp_path, 
     torch.save({"format": FORMAT, "types": list(view.world.types), "state_dict": {}, "meta": {"placer": value}}, path)
     with pytest.raises(UserError, match="placer"):
         load_policy(path, view)
+    if value is not None:   # no advisor is a policy trained without advice
+        torch.save({"format": FORMAT, "types": list(view.world.types), "state_dict": {}, "meta": {"advisor": value}}, path)
+        with pytest.raises(UserError, match="advisor"):
+            load_policy(path, view)
+    for name in ("random", "exact"):   # names, but not of a heuristic a policy may follow
+        torch.save({"format": FORMAT, "types": list(view.world.types), "state_dict": {}, "meta": {"advisor": name}}, path)
+        with pytest.raises(UserError, match="advisor"):
+            load_policy(path, view)
 
 
 class _Fixed:
@@ -283,6 +291,7 @@ class _Fixed:
 
     def __init__(self, name, job, interval, answer):
         self.h, self.key, self.answer = make_heuristic(name), (job, interval), answer
+        self.first = None   # the server the job's first task took at that interval
 
     def start_job(self, env, j):
         self.h.start_job(env, j)
@@ -291,7 +300,10 @@ class _Fixed:
         self.h.end_job(env, j, placed)
 
     def choose(self, env, j, role, mask):
-        return self.h.choose(env, j, role, mask)
+        m = self.h.choose(env, j, role, mask)
+        if (j, env.interval) == self.key and self.first is None:
+            self.first = m
+        return m
 
     def defer(self, env, j):
         if (j, env.interval) == self.key:
@@ -331,23 +343,26 @@ def test_rollout_labels_name_the_answer_with_the_lower_mean_total_jct_over_the_f
     net = PolicyNet(len(view.world.types))
     policy = {"placer": "standalone", "advisor": teacher}
     labels, expert = _rollout_labels(net, view, lambda v: None, 6, np.random.default_rng(0), 8, teacher, 0, futures, policy)
-    assert labels and expert
+    assert labels and not expert   # with advice the state shows the teacher's answer: no DAgger labels
     rec = _Recorder(make_heuristic(teacher), view, "standalone", True)
     simulate(view, rec, defer_max=6)
     for servers, context, mask, action in labels:
         i = next(i for i, x in enumerate(rec.log) if rec.asks[i] and np.array_equal(x[0], servers) and np.array_equal(x[1], context))
-        j, t = rec.asks[i]
-        totals = {}
+        j, t, _ = rec.asks[i]
+        totals, firsts = {}, set()
         for held in (False, True):
             totals[held] = 0.0
             for future in futures:
                 spliced, past = splice(view, t, future)
                 k = int(np.flatnonzero(past == j)[0])
-                totals[held] += simulate(spliced, _Fixed(teacher, k, t, held), defer_max=6).jct(spliced).sum()
+                run = _Fixed(teacher, k, t, held)
+                totals[held] += simulate(spliced, run, defer_max=6).jct(spliced).sum()
+                if not held:
+                    firsts.add(run.first)
         assert totals[True] != totals[False]
         assert (action == len(mask) - 1) == (totals[True] < totals[False])
-        if action != len(mask) - 1 and rec.log[i][3] != len(mask) - 1:   # placing now as the teacher did: its server
-            assert action == rec.log[i][3]
+        if action != len(mask) - 1:   # "place now" names the server the scored runs put its first task on
+            assert firsts == {action}
 
 
 @needs_torch
@@ -434,3 +449,42 @@ def test_a_policy_that_follows_its_advice_decides_as_its_teacher(advisor):
         for step in chooser.log:
             shown = np.flatnonzero(step.servers[:, -1]).tolist() + ([view.M] if step.context[chooser.net.hold] else [])
             assert shown == [step.action]
+
+
+@needs_torch
+def test_teacher_labels_need_the_policys_own_decisions():
+    import torch
+
+    from mlsched_opt.problems.harmony.policy import PolicyNet
+    from mlsched_opt.problems.harmony.train import _Labelling
+
+    view = view_of(generated(9, 12, 3, load=1.2), {})
+    torch.manual_seed(1)
+    with pytest.raises(ValueError, match="omega"):
+        _Labelling(PolicyNet(len(view.world.types)), view, omega=0.3, teacher=make_heuristic("standalone"))
+
+
+@pytest.mark.parametrize("name", sorted(DEFERRING))
+def test_a_deferral_heuristics_rule_is_a_function_of_the_policys_state(name):
+    """The deferral block shows what the heuristic's rule reads: the shortest queued job behind
+    over the job's own length, and its speed under the heuristic's own placement (the policy's
+    placer is its teacher's), so a policy can learn the rule exactly."""
+    from mlsched_opt.problems.harmony.features import DEFER_WIDTH
+    from mlsched_opt.problems.harmony.train import _Recorder, placer_of
+
+    inner, threshold, shorter = DEFERRING[name]
+    assert placer_of(name) == inner
+    seen = set()
+    for seed in (9, 11, 12):
+        view = view_of(generated(seed, 20, 3, load=1.5), {})
+        rec = _Recorder(make_heuristic(name), view, placer_of(name), False)
+        simulate(view, rec, defer_max=6)
+        for _, context, mask, action in rec.log:
+            if not mask[-1]:
+                continue
+            block = context[-DEFER_WIDTH:]
+            ratio, own = block[3], block[4]
+            rule = ratio * shorter <= 1.0 + 1e-12 or 0.0 < own < threshold
+            assert (action == view.M) == rule, (seed, ratio, own, action)
+            seen.add(action == view.M)
+    assert seen == {True, False}

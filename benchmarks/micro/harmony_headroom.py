@@ -13,8 +13,9 @@ load 0.8, test seeds 3,000,000 + k):
   placement (not a proof: the search is greedy, one decision at a time);
 * **rollout planner** (``--planner-traces``): each world's best heuristic, every hold-back
   decision of which (every queued job's turn within the deferral rule) is answered both ways
-  and scored by the heuristic finishing the run in 4 sampled futures (the trace's arrivals so far, then a future trace's later ones:
-  ``train.splice``), taking the lower mean total JCT: one step of policy iteration from the
+  and scored by the heuristic finishing the run in 4 sampled futures (the trace's arrivals so
+  far, then a future trace's later ones: ``train.answer_costs``), taking the lower mean total
+  JCT: one step of policy iteration from the
   heuristic, done online (what ``mlsched train``'s rollout labels teach the policy, without the
   learning).  It sees no real future, so a policy could do as well; it is slow (2 x 4 runs per
   decision).
@@ -31,7 +32,7 @@ import numpy as np
 from mlsched_opt.problems.harmony import simulate as sim
 from mlsched_opt.problems.harmony.baselines import Delegating, make_heuristic
 from mlsched_opt.problems.harmony.exact import standalone_intervals
-from mlsched_opt.problems.harmony.train import _Scripted, make_trace, splice
+from mlsched_opt.problems.harmony.train import answer_costs, make_trace
 
 D = 20
 
@@ -94,14 +95,8 @@ class Planner(Delegating):
         t = env.interval
         defer = getattr(self.inner, "defer", None)   # a plain heuristic places now
         own = defer is not None and bool(defer(env, j))
-        cost = {}
-        for answer in (False, True):
-            cost[answer] = 0.0
-            for future in self.futures:
-                spliced, past = splice(self.view, t, future)
-                # earlier answers are replayed as given: the run up to t is this one
-                fixed = {(int(np.searchsorted(past, k)), s): a for (k, s), a in {**self.fixed, (j, t): answer}.items()}
-                cost[answer] += float(sim.simulate(spliced, _Scripted(make_heuristic(self.name), fixed), defer_max=D).jct(spliced).sum())
+        # earlier answers are replayed as given: the run up to t is this one
+        cost = answer_costs(self.view, lambda: make_heuristic(self.name), self.fixed, (j, t), self.futures, lambda v: None, D)
         answer = own if cost[True] == cost[False] else cost[True] < cost[False]
         self.flips += answer != own
         self.fixed[(j, t)] = answer

@@ -138,9 +138,6 @@ class PolicyChooser:
     seed: int = 0
     log: list[Step] = field(default_factory=list)
     record: bool = True
-    # forced answers to defer decisions, (job, interval) -> hold back (training's rollouts); "place
-    # now" takes the policy's best server
-    overrides: dict[tuple[int, int], bool] = field(default_factory=dict)
     # the heuristic whose dry run gives the interference features (the policy's teacher's placement)
     placer: str = "standalone"
     # the heuristic whose answer the policy sees as advice (its teacher; None: a policy trained without)
@@ -173,13 +170,7 @@ class PolicyChooser:
         if not env.feasible(j, first_role(env.view, j)).any():   # no task of it fits now: it waits whatever the answer
             return False
         servers, context, mask = self.state(Ask("defer", env, j))
-        forced = self.overrides.get((j, env.interval))
-        if forced is not None:
-            if forced:
-                return True
-            mask = mask.copy()
-            mask[-1] = False
-        action = self._act(env, j, servers, context, mask, log=forced is None)
+        action = self._act(env, j, servers, context, mask)
         if action == len(mask) - 1:
             self.turn = None   # its next turn draws again
             return True
@@ -205,14 +196,14 @@ class PolicyChooser:
         advice = None if self.adviser is None else advice_of(self.adviser, ask)
         return decision_state(ask, self.length, self.alone, self.dry_run, advice)
 
-    def _act(self, env: Env, j: int, servers: np.ndarray, context: np.ndarray, mask: np.ndarray, log: bool = True) -> int:
+    def _act(self, env: Env, j: int, servers: np.ndarray, context: np.ndarray, mask: np.ndarray) -> int:
         z = state_logits(self.net, servers, context, mask).numpy().astype(float)
         if self.greedy:
             action = int(np.argmax(z))
         else:
             prob = np.exp(z - z.max()) * mask
             action = int(self.rng.choice(len(prob), p=prob / prob.sum()))
-        if self.record and log:
+        if self.record:
             self.log.append(Step(servers, context, mask.copy(), action, env.interval, j))
         return action
 

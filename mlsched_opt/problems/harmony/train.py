@@ -14,14 +14,15 @@
    speeds (``speeds=model``, the faithful setting: Harmony trains against its learned reward
    model) or the true world's (``speeds=true``, the control).  Two algorithms (``algo``):
 
-   * ``rollout`` (default; our design, issue 21): DAgger and policy improvement by rollouts
-     (:func:`_rollout_labels`).  Every decision of the greedy policy's run of the trace is
-     labelled with the teacher's answer in the state the policy reached (DAgger); ``probes``
-     hold-back decisions of the teacher's own run are answered both ways, each scored by the
-     teacher finishing the run in ``futures`` sampled futures, and labelled with the better
-     answer (one step of policy iteration from the teacher).  ``updates`` steps of cross-entropy
-     per episode, each on 64 rollout labels (a FIFO of 8192) and 64 teacher labels (the
-     warm-up's and the newest DAgger ones, :data:`DAGGER_KEEP`).
+   * ``rollout`` (default; our design, issue 21): policy improvement by rollouts, and DAgger
+     for a policy trained without advice (:func:`_rollout_labels`).  ``probes`` hold-back
+     decisions of the teacher's own run are answered both ways, each scored by the teacher
+     finishing the run in ``futures`` sampled futures, and labelled with the better answer (one
+     step of policy iteration from the teacher); without advice, every decision of the greedy
+     policy's run is also labelled with the teacher's answer in the state the policy reached
+     (DAgger).  ``updates`` steps of cross-entropy per episode, each on 64 rollout labels (a
+     FIFO of 8192) and 64 teacher labels (the warm-up's and the newest DAgger ones,
+     :data:`DAGGER_KEEP`).
    * ``ac``: actor-critic (spec 2.5).  The reward of interval t is JCT-shaped by default
      (``reward=jct``): minus the jobs in the system during the interval (Little's law: over an
      episode they add up to the total JCT), plus the same count in the teacher's run of the same
@@ -305,7 +306,8 @@ class _Recorder(Delegating):
         self.dry_run = make_heuristic(placer)
         self.advise = advise   # the states show the teacher's own answer as advice
         self.log: list[tuple] = []
-        self.asks: list[tuple[int, int] | None] = []   # per log entry: (job, interval) of a hold-back decision
+        # per log entry of a hold-back decision: (job, interval, the server placing it now takes first)
+        self.asks: list[tuple[int, int, int] | None] = []
         self.pending: tuple | None = None   # the state of a defer decision answered "place now"
 
     def end_job(self, env, j, placed):
@@ -314,27 +316,28 @@ class _Recorder(Delegating):
 
     def defer(self, env, j):
         ask = Ask("defer", env, j)
-        if self.advise:
-            advice = advice_of(self.inner, ask)
-            held = advice == env.view.M
-        else:
-            advice = None
-            defer = getattr(self.inner, "defer", None)
-            held = defer is not None and bool(defer(env, j))
-        servers, context, mask = decision_state(ask, self.length, self.alone, self.dry_run, advice)
+        advice = advice_of(self.inner, ask)
+        held = advice == env.view.M
+        instead = None
+        if held:   # where placing it now would put its first task: the teacher's placement heuristic's answer
+            role = first_role(env.view, j)
+            fits = env.feasible(j, role)
+            instead = int(getattr(self.inner, "inner", self.inner).choose(env, j, role, fits)) if fits.any() else None
+        servers, context, mask = decision_state(ask, self.length, self.alone, self.dry_run, advice if self.advise else None)
         self.pending = None
         if held:
             self.log.append((servers, context, mask, len(mask) - 1))
-            self.asks.append((j, env.interval))
+            self.asks.append(None if instead is None else (j, env.interval, instead))
         elif mask[:-1].any():
-            self.pending = (servers, context, mask, (j, env.interval))
+            self.pending = (servers, context, mask, j, env.interval)
         return held
 
     def choose(self, env, j, role, mask):
         a = self.inner.choose(env, j, role, mask)
         key = None
         if self.pending is not None:
-            servers, context, full, key = self.pending
+            servers, context, full, k, t = self.pending
+            key = (k, t, a)
             self.pending = None
         else:
             servers, context, full = decision_state(Ask("task", env, j, role, mask), self.length, self.alone, self.dry_run,
@@ -381,10 +384,11 @@ def _rollout_labels(net, view: HarmonyView, speeds: Callable[[HarmonyView], Any]
                     policy: Mapping[str, Any] | None = None) -> tuple[list[tuple], list[tuple]]:
     """Labels for one training trace: ``(rollout labels, teacher labels)``.
 
-    Teacher labels (DAgger, Ross, Gordon and Bagnell 2011): the greedy policy runs the trace and
-    every decision it makes is labelled with the teacher's answer in the state the policy reached
-    (behaviour cloning alone learns the teacher's states only, and one early difference puts the
-    policy where it never learnt anything).
+    Teacher labels (DAgger, Ross, Gordon and Bagnell 2011), for a policy trained without advice:
+    the greedy policy runs the trace and every decision it makes is labelled with the teacher's
+    answer in the state the policy reached (behaviour cloning alone learns the teacher's states
+    only, and one early difference puts the policy where it never learnt anything).  With advice
+    the state already shows that answer, so there are none.
 
     Rollout labels [our design, issue 21], one step of policy iteration from the teacher
     (Bertsekas's rollout algorithm, by Monte Carlo over futures): ``probes`` of the hold-back
@@ -393,41 +397,46 @@ def _rollout_labels(net, view: HarmonyView, speeds: Callable[[HarmonyView], Any]
     each of the ``futures``: the trace's jobs up to the decision's interval, then a future
     trace's later arrivals (:func:`splice`; a decision must not be judged by the one future the
     trace happens to have, which the policy cannot see).  The state is labelled with the answer
-    of the lower mean total JCT ("place now": the teacher's server, or the policy's best when the
-    teacher held the job back); ties teach nothing.  ``speeds(view)``: the speed function
-    rollouts run at (the reward model's by default)."""
-    from .policy import PolicyChooser
+    of the lower mean total JCT ("place now": the server the teacher's placement puts its first
+    task on, which is what the rollout scored); ties teach nothing.  ``speeds(view)``: the speed
+    function rollouts run at (the reward model's by default)."""
+    policy = dict(policy or {})
+    expert: list[tuple] = []
+    if policy.get("advisor") is None:
+        run = _Labelling(net, view, greedy=True, record=True, teacher=make_heuristic(teacher, seed), **policy)
+        simulate(view, run, speeds(view), defer_max=defer_max)
+        assert len(run.labels) == len(run.log)   # labels[i] answers log[i]
+        expert = [(s.servers, s.context, s.mask, a) for s, a in zip(run.log, run.labels)]
 
-    run = _Labelling(net, view, greedy=True, record=True, teacher=make_heuristic(teacher, seed), **(policy or {}))
-    simulate(view, run, speeds(view), defer_max=defer_max)
-    expert = [(s.servers, s.context, s.mask, a) for s, a in zip(run.log, run.labels)]
-
-    chooser = PolicyChooser(net, view, **(policy or {}))
-    rec = _Recorder(make_heuristic(teacher, seed), view, chooser.placer, chooser.advisor is not None)
+    rec = _Recorder(make_heuristic(teacher, seed), view, policy.get("placer", "standalone"), policy.get("advisor") is not None)
     simulate(view, rec, speeds(view), defer_max=defer_max)
-    asks = {i: key for i, key in enumerate(rec.asks) if key is not None and rec.log[i][2][:-1].any()}
+    asks = {i: key for i, key in enumerate(rec.asks) if key is not None}
     out: list[tuple] = []
     for i in (rng.choice(sorted(asks), size=min(probes, len(asks)), replace=False) if asks else []):
-        servers, context, mask, action = rec.log[int(i)]
-        j, t = asks[int(i)]
-        held = action == len(mask) - 1
-        total = {}
-        for answer in (held, not held):
-            cost = 0.0
-            for future in futures:
-                spliced, past = splice(view, t, future)
-                fixed = {(int(np.searchsorted(past, j)), t): answer}
-                cost += float(simulate(spliced, _Scripted(make_heuristic(teacher, seed), fixed), speeds(spliced),
-                                       defer_max=defer_max).jct(spliced).sum())
-            total[answer] = cost
-        if abs(total[True] - total[False]) <= 1e-9 * max(1.0, total[False]):
+        servers, context, mask, _ = rec.log[int(i)]
+        j, t, first = asks[int(i)]
+        cost = answer_costs(view, lambda: make_heuristic(teacher, seed), {}, (j, t), futures, speeds, defer_max)
+        if abs(cost[True] - cost[False]) <= 1e-9 * max(1.0, cost[False]):
             continue
-        if total[True] < total[False]:
-            out.append((servers, context, mask, len(mask) - 1))
-        else:
-            best = action if not held else _best_server(net, servers, context, mask)
-            out.append((servers, context, mask, best))
+        out.append((servers, context, mask, len(mask) - 1 if cost[True] < cost[False] else first))
     return out, expert
+
+
+def answer_costs(view: HarmonyView, teacher: Callable[[], Any], fixed: Mapping[tuple[int, int], bool], ask: tuple[int, int],
+                 futures: list[HarmonyView], speeds: Callable[[HarmonyView], Any], defer_max: int) -> dict[bool, float]:
+    """The total JCT summed over ``futures`` (:func:`splice` at the ask's interval) when the
+    hold-back decision ``ask = (job, interval)`` is answered each way (True: hold back) and
+    ``teacher()`` decides the rest, with the earlier answers ``fixed`` ((job, interval) -> answer,
+    in ``view``'s job indices; they replay the run up to the ask)."""
+    j, t = ask
+    cost = {}
+    for answer in (False, True):
+        cost[answer] = 0.0
+        for future in futures:
+            spliced, past = splice(view, t, future)
+            at = {(int(np.searchsorted(past, k)), s): a for (k, s), a in {**fixed, (j, t): answer}.items()}
+            cost[answer] += float(simulate(spliced, _Scripted(teacher(), at), speeds(spliced), defer_max=defer_max).jct(spliced).sum())
+    return cost
 
 
 def splice(view: HarmonyView, t: int, future: HarmonyView) -> tuple[HarmonyView, np.ndarray]:
@@ -467,41 +476,32 @@ class _Scripted(Delegating):
 
 @dataclass
 class _Labelling(PolicyChooser):
-    """The greedy policy, with the teacher's answer recorded beside each decision it logs
-    (``labels[i]`` answers ``log[i]``; none without a teacher)."""
+    """The policy, with the teacher's answer recorded beside each decision it makes and logs
+    (``labels[i]`` answers ``log[i]``; none without a teacher).  No exploration: a heuristic's
+    step is not the policy's decision."""
 
     teacher: Any = None
     labels: list[int] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.omega > 0:
+            raise ValueError("teacher labels are for the policy's own decisions: omega must be 0")
+        super().__post_init__()
+
     def defer(self, env, j):
-        self.asked = (j, "")
+        self.asked = Ask("defer", env, j)
         return super().defer(env, j)
 
     def choose(self, env, j, role, mask):
-        self.asked = (j, role)
+        self.asked = Ask("task", env, j, role, mask)
         return super().choose(env, j, role, mask)
 
-    def _act(self, env, j, servers, context, mask, log=True):
-        if self.teacher is not None and self.record and log:
-            _, role = self.asked
-            if role:
-                label = self.teacher.choose(env, j, role, mask[:-1])
-            else:
-                defer = getattr(self.teacher, "defer", None)
-                held = defer is not None and bool(defer(env, j))
-                label = len(mask) - 1 if held else self.teacher.choose(env, j, first_role(env.view, j), mask[:-1])
+    def _act(self, env, j, servers, context, mask):
+        if self.teacher is not None and self.record:
+            label = advice_of(self.teacher, self.asked)
+            assert label is not None   # the policy decides only when a task of the job fits
             self.labels.append(label)
-        return super()._act(env, j, servers, context, mask, log)
-
-
-def _best_server(net, servers: np.ndarray, context: np.ndarray, mask: np.ndarray) -> int:
-    import torch
-
-    from .policy import state_logits
-
-    mask = mask.copy()
-    mask[-1] = False
-    return int(torch.argmax(state_logits(net, servers, context, mask)))
+        return super()._act(env, j, servers, context, mask)
 
 
 def _supervised_step(net, opt, labelled: list[tuple], taught: list[tuple], rng: np.random.Generator, batch: int = 64) -> None:
