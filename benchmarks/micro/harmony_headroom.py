@@ -15,10 +15,9 @@ load 0.8, test seeds 3,000,000 + k):
   decision of which (every queued job's turn within the deferral rule) is answered both ways
   and scored by the heuristic finishing the run in 4 sampled futures (the trace's arrivals so
   far, then a future trace's later ones: ``train.answer_costs``), taking the lower mean total
-  JCT: one step of policy iteration from the
-  heuristic, done online (what ``mlsched train``'s rollout labels teach the policy, without the
-  learning).  It sees no real future, so a policy could do as well; it is slow (2 x 4 runs per
-  decision).
+  JCT: one step of policy iteration from the heuristic, done online (what ``mlsched train``'s
+  rollout labels teach the policy, without the learning).  It sees no real future, so a policy
+  could do as well; it is slow (2 x 4 runs per decision).
 
     python benchmarks/micro/harmony_headroom.py [--traces 3] [--planner-traces 2] [--worlds default,gavel]
 """
