@@ -92,8 +92,7 @@ class Planner(Delegating):
 
     def defer(self, env, j):
         t = env.interval
-        defer = getattr(self.inner, "defer", None)   # a plain heuristic places now
-        own = defer is not None and bool(defer(env, j))
+        own = sim.holds_back(self.inner, env, j)   # a plain heuristic places now
         # earlier answers are replayed as given: the run up to t is this one
         cost = answer_costs(self.view, lambda: make_heuristic(self.name), self.fixed, (j, t), self.futures, lambda v: None, D)
         answer = own if cost[True] == cost[False] else cost[True] < cost[False]

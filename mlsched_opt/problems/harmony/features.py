@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .simulate import Ask, Chooser, Env, place_job, rollback
+from .simulate import Ask, Chooser, Env, holds_back, place_job, rollback
 from .view import HarmonyView
 from .world import sparse_speeds
 
@@ -101,8 +101,7 @@ def advice_of(adviser: Chooser, ask: Ask) -> int | None:
     if ask.kind != "defer":
         assert ask.mask is not None
         return int(adviser.choose(env, j, ask.role, ask.mask))
-    defer = getattr(adviser, "defer", None)
-    if defer is not None and defer(env, j):
+    if holds_back(adviser, env, j):
         return env.view.M
     role = first_role(env.view, j)
     mask = env.feasible(j, role)

@@ -161,6 +161,12 @@ class HarmonyRun:
         return placement_decision(view, self.start, self.w, self.p)
 
 
+def holds_back(chooser: Any, env: Env, j: int) -> bool:
+    """Whether ``chooser`` holds job ``j`` back now by its own rule (one without ``defer`` never does)."""
+    defer = getattr(chooser, "defer", None)
+    return defer is not None and bool(defer(env, j))
+
+
 def placement_decision(view: HarmonyView, start: np.ndarray, w: np.ndarray, p: np.ndarray) -> dict:
     """The solution format: ``placement`` (job -> tasks per server) and ``start`` (job -> interval)."""
     placement = {}
@@ -306,8 +312,7 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
                 answer = current.choose(ask.env, ask.j, ask.role, ask.mask)
             elif ask.kind == "defer":
                 current = decider(ask.env)
-                defer = getattr(current, "defer", None)
-                answer = defer is not None and bool(defer(ask.env, ask.j))
+                answer = holds_back(current, ask.env, ask.j)
             elif ask.kind == "start":
                 current = decider(ask.env)
                 current.start_job(ask.env, ask.j)

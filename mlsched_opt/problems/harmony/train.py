@@ -59,10 +59,10 @@ from ...io import from_document, load_catalog
 from ..base import GenerateSpec, Option, TrainSpec, parse_values
 from .baselines import DEFERRING, HEURISTICS, Delegating, make_heuristic
 from .exact import standalone_profile, standalone_speeds
-from .features import advice_of, decision_state, first_role, reward_inputs
+from .features import advice_of, decision_state, reward_inputs
 from .generate import generate
 from .policy import PolicyChooser
-from .simulate import DEFER_MAX, Ask, simulate, true_speeds
+from .simulate import DEFER_MAX, Ask, holds_back, simulate, true_speeds
 from .view import HarmonyView, view_of
 from .world import Jobs
 
@@ -319,11 +319,9 @@ class _Recorder(Delegating):
         ask = Ask("defer", env, j)
         advice = advice_of(self.inner, ask)
         held = advice == env.view.M
-        instead = None
-        if held:   # where placing it now would put its first task: the teacher's placement heuristic's answer
-            role = first_role(env.view, j)
-            fits = env.feasible(j, role)
-            instead = int(getattr(self.inner, "inner", self.inner).choose(env, j, role, fits)) if fits.any() else None
+        # where placing it now would put its first task: the answer of the teacher's placement heuristic
+        # (a deferral variant's inner one, which never holds back)
+        instead = advice_of(getattr(self.inner, "inner", self.inner), ask) if held else None
         servers, context, mask = decision_state(ask, self.length, self.alone, self.dry_run, advice if self.advise else None)
         self.pending = None
         if held:
@@ -471,8 +469,7 @@ class _Scripted(Delegating):
         got = self.fixed.get((j, env.interval))
         if got is not None:
             return got
-        own = getattr(self.inner, "defer", None)
-        return own is not None and bool(own(env, j))
+        return holds_back(self.inner, env, j)
 
 
 @dataclass
