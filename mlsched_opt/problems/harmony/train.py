@@ -427,15 +427,21 @@ def answer_costs(view: HarmonyView, teacher: Callable[[], Any], fixed: Mapping[t
     hold-back decision ``ask = (job, interval)`` is answered each way (True: hold back) and
     ``teacher()`` decides the rest, with the earlier answers ``fixed`` ((job, interval) -> answer,
     in ``view``'s job indices; they replay the run up to the ask)."""
-    j, t = ask
-    cost = {}
-    for answer in (False, True):
-        cost[answer] = 0.0
-        for future in futures:
-            spliced, past = splice(view, t, future)
-            at = {(int(np.searchsorted(past, k)), s): a for (k, s), a in {**fixed, (j, t): answer}.items()}
-            cost[answer] += float(simulate(spliced, _Scripted(teacher(), at), speeds(spliced), defer_max=defer_max).jct(spliced).sum())
-    return cost
+    return {answer: future_cost(view, lambda at: _Scripted(teacher(), at), {**fixed, ask: answer}, ask[1], futures, speeds, defer_max)
+            for answer in (False, True)}
+
+
+def future_cost(view: HarmonyView, chooser: Callable[[dict], Any], fixed: Mapping[tuple[int, int], Any], t: int,
+                futures: list[HarmonyView], speeds: Callable[[HarmonyView], Any], defer_max: int) -> float:
+    """The total JCT summed over ``futures`` (each spliced by :func:`splice` at interval ``t``) of the runs
+    of ``chooser(at)``, where ``at`` is ``fixed`` ((job, interval) -> the chooser's answer, in
+    ``view``'s job indices) in the spliced trace's job indices."""
+    total = 0.0
+    for future in futures:
+        spliced, past = splice(view, t, future)
+        at = {(int(np.searchsorted(past, k)), s): a for (k, s), a in fixed.items()}
+        total += float(simulate(spliced, chooser(at), speeds(spliced), defer_max=defer_max).jct(spliced).sum())
+    return total
 
 
 def splice(view: HarmonyView, t: int, future: HarmonyView) -> tuple[HarmonyView, np.ndarray]:
