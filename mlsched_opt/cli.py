@@ -21,7 +21,7 @@ import click
 
 from . import __version__
 from .clock import BOUND_SHARE
-from .errors import OptionError, UserError
+from .errors import InstanceError, OptionError, UserError
 
 log = logging.getLogger(__name__)
 
@@ -550,7 +550,9 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
         log.debug("%s: %s in %.3f s", method, sol.report.status, sol.report.wall_s)
         state["phase"] = "the check"
         check = ending.check(sol)
-        if with_bound and (check is None or check.feasible):
+        # a method that proved its own bound (an oracle's optimum, or its bound when stopped early)
+        # keeps it: the relaxation's would only be weaker
+        if with_bound and (check is None or check.feasible) and sol.report.bound is None:
             state["phase"] = "the bound"
             sol = ending.add_bound(sol, dataclasses.replace(solve_options, time_limit=clock.budget()))
             state["solution"] = sol
@@ -725,10 +727,12 @@ def check(ctx, file, solution, problem, sets, as_json) -> int:
       mlsched check instances/demo.toml ffd.sol.json
     """
     from .io.solution import read_solution
-    from .problems import check_solution
+    from .problems import REGISTRY, check_solution
 
     inst = _load(file, ctx.obj["catalog"])
     sol = read_solution(solution)
+    if sol.problem not in REGISTRY:
+        raise InstanceError(f"unknown problem {sol.problem!r}; the known ones are {', '.join(REGISTRY)}", solution, "problem")
     if problem is not None and problem != sol.problem:
         raise OptionError(f"the solution is for problem {sol.problem!r}, not {problem!r}", field="--problem")
     result = check_solution(inst, sol, _parse_sets(sets))

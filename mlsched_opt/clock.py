@@ -85,6 +85,7 @@ class Watchdog:
         self._finish = finish
         self._lock = threading.Lock()
         self._claimed = False
+        self._saved = _saved_std_fds()
         self._timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), self._fire)
         self._timer.daemon = True
         self._timer.start()
@@ -92,6 +93,13 @@ class Watchdog:
     def _fire(self) -> None:
         if not self._lock.acquire(blocking=False):
             return  # the command is writing its own answer
+        # a solver's log capture (Pyomo's capture_output, as for --verbose) may hold fd 1 and 2 and
+        # sys.stdout at this moment, feeding a reader thread that os._exit would cut off: the
+        # answer goes to where the command's output went when it started
+        for fd, saved in self._saved:
+            os.dup2(saved, fd)
+        if self._saved:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         try:
             code = self._finish()
         except BaseException:  # the process ends either way; say why
@@ -108,6 +116,18 @@ class Watchdog:
             self._lock.acquire()
             self._claimed = True
             self._timer.cancel()
+
+
+def _saved_std_fds() -> list[tuple[int, int]]:
+    """Duplicates of fd 1 and 2 as they are now, when the process's own streams write there."""
+    saved = []
+    for stream, fd in ((sys.__stdout__, 1), (sys.__stderr__, 2)):
+        try:
+            if stream is not None and stream.fileno() == fd:
+                saved.append((fd, os.dup(fd)))
+        except (OSError, ValueError):   # io.UnsupportedOperation is an OSError: no real descriptor
+            pass
+    return saved
 
 
 def usable_cpus() -> int:

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from mlsched_opt.checking import CheckResult, compare_objective
 from mlsched_opt.io.files import read_document
 
 from .conftest import DEMO
@@ -83,7 +84,13 @@ FILE_CASES = {
     "malformed TOML": (b'format = "mlsched-instance/1"\n[cluster\n', "bad.toml", "invalid TOML"),
     "NaN in JSON": (b'{"format": "mlsched-instance/1", "x": NaN}', "bad.json", "NaN is not allowed"),
     "duplicate JSON key": (b'{"format": "a", "format": "b"}', "bad.json", "duplicate key 'format'"),
-    "top level not an object": (b"[1, 2]", "bad.json", "top level must be an object"),
+    "top level not an object": (b"[1, 2]", "bad.json", "top level must be an object, got an array"),
+    "top level null": (b"null", "bad.json", "top level must be an object, got null"),
+    "top level huge integer": (b"1" * 5000, "bad.json", "top level must be an object, got a number"),
+    "lone surrogate in a value": (b'{"format": "mlsched-instance/1", "name": "\\ud800"}', "bad.json",
+                                  "name: a string holds a lone UTF-16 surrogate"),
+    "lone surrogate in a key": (b'{"format": "mlsched-instance/1", "cluster": {"\\udc00x": 1}}', "bad.json",
+                                "cluster: a key holds a lone UTF-16 surrogate"),
     "unknown extension": (b"{}", "bad.yaml", "unknown file type .yaml"),
 }
 
@@ -132,6 +139,40 @@ def test_malformed_solution_file(tmp_path, run):
     path.write_text(json.dumps({"format": "mlsched-solution/1", "instance": {"sha256": "x"}, "problem": "packing", "method": "exact"}))
     code, _, err = run("check", DEMO, path)
     assert code == 2 and f"{path}: report: missing required field" in err
+
+
+def test_a_solution_for_an_unknown_problem_names_the_file_and_field(tmp_path, run):
+    sol = tmp_path / "s.json"
+    code, _, _ = run("solve", DEMO, "--method", "ffd", "--out", sol)
+    assert code == 0
+    doc = json.loads(sol.read_text())
+    doc["problem"] = "nosuch"
+    sol.write_text(json.dumps(doc))
+    code, out, err = run("check", DEMO, sol)
+    assert code == 2 and out == ""
+    assert err.strip().startswith(f"mlsched: error: {sol}: problem: unknown problem 'nosuch'"), err
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_non_finite_objective_matches_no_claim(value):
+    """NaN compares unequal to nothing: a decision whose objective overflows is a violation, and
+    the verdict stays valid JSON."""
+    result = CheckResult()
+    result.objective = value
+    compare_objective(result, 12345.0)
+    assert not result.feasible and result.objective is None
+    assert [v.rule for v in result.violations] == ["objective"]
+    json.dumps(result.to_dict(), allow_nan=False)
+
+
+def test_a_lone_surrogate_in_a_decision_is_refused_not_printed(tmp_path, run):
+    sol = tmp_path / "s.json"
+    run("solve", DEMO, "--method", "ffd", "--out", sol)
+    text = sol.read_text().replace('"placement": {', '"placement": {"\\ud800": {},', 1)
+    sol.write_text(text)
+    code, out, err = run("check", DEMO, sol)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"{sol}: decision.placement: a key holds a lone UTF-16 surrogate" in err
 
 
 def test_console_script_prints_no_traceback(tmp_path):

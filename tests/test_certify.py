@@ -13,6 +13,7 @@ import json
 import pyomo.environ as pyo
 import pytest
 
+import mlsched_opt.problems as problems_pkg
 import mlsched_opt.solvers as solvers_pkg
 from mlsched_opt.io import load_instance
 from mlsched_opt.problems import check_solution, get_family
@@ -20,6 +21,8 @@ from mlsched_opt.solvers import SolveOptions
 from mlsched_opt.solvers.pyomo_run import BackendResult
 
 from .conftest import DEMO
+
+LOCALITY = DEMO.parent / "locality-toy.toml"
 
 REAL_BACKEND = solvers_pkg.backend_for
 PACKING = get_family("packing")
@@ -168,6 +171,26 @@ def test_a_formulation_every_solver_agrees_on_but_the_checker_rejects_is_shown(m
     code, out, _err = run("solve", DEMO, "--json")
     doc = json.loads(out)
     assert code == 1 and doc["status"] == "disputed" and doc["check"]["feasible"] is False
+
+
+def test_a_rescored_answer_beyond_the_models_bound_is_never_optimal(monkeypatch, run):
+    """When the checker's value of the incumbent beats the model's proven bound, the model is not
+    the checker's problem on that instance: no 'optimal', no bound, and the message says why."""
+    import dataclasses
+
+    family = get_family("locality")
+    real = family.rescore
+    assert real is not None
+    code, out, _ = run("solve", LOCALITY, "--json", "--no-certify")
+    honest = json.loads(out)
+    assert code == 0 and honest["status"] == "optimal"
+    patched = dataclasses.replace(family, rescore=lambda *a: real(*a) - 1.0)
+    monkeypatch.setitem(problems_pkg.REGISTRY, "locality", patched)
+    code, out, _ = run("solve", LOCALITY, "--json", "--no-certify")
+    doc = json.loads(out)
+    assert doc["status"] == "feasible" and doc["bound"] is None and doc["gap"] is None
+    assert doc["objective"] == pytest.approx(honest["objective"] - 1.0)
+    assert "the exact model and the checker disagree" in doc["message"]
 
 
 def test_a_referee_that_breaks_down_is_no_opinion(monkeypatch):

@@ -107,6 +107,25 @@ def test_the_watchdog_ends_a_stalled_solve_with_no_solution_and_writes_the_repor
     assert report["status"] == "time-limit-no-solution" and report["solver"] == "highs"
 
 
+def test_the_watchdogs_answer_is_printed_while_a_solver_log_capture_holds_the_output(tmp_path):
+    """With --verbose a solver's log is captured (Pyomo's capture_output holds fd 1 and 2 and
+    sys.stdout for a reader thread); a deadline inside it still prints the answer where the
+    command's output goes."""
+    done = _mlsched_process(tmp_path, """
+        import io, time
+        from pyomo.common.tee import capture_output
+        from mlsched_opt.problems import base
+        def stall(*args, **kwargs):
+            with capture_output(io.StringIO(), capture_fd=True):
+                time.sleep(600)
+        base.Family.run = stall
+    """, "-v", "solve", DEMO, "--method", "exact", "--time-limit", "12", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "time-limit-no-solution"
+    assert "stopped at the command's time limit (12 s) in --method exact" in doc["message"]
+
+
 def test_the_watchdog_keeps_the_answer_when_the_bound_stalls(tmp_path):
     done = _stalled(tmp_path, "lp_bound", "solve", DEMO, "--method", "ffd", "--time-limit", "12", "--json")
     assert done.returncode == 0, done.stderr

@@ -850,3 +850,16 @@ def test_the_standalone_bound_is_below_every_checked_online_answer_and_compare_r
     rows = {r.label: r for r in run_compare(inst, FAMILY, [("standalone", "highs")], {}, SolveOptions(time_limit=60))}
     assert rows["standalone (bound)"].report.objective == pytest.approx(bound)
     assert rows["standalone"].ratio is not None and rows["standalone"].ratio >= 1
+
+
+def test_an_oracles_optimum_keeps_its_own_bound(tmp_path, run):
+    """solve adds the family's relaxation bound to approximations only: an exhaustive optimum's
+    bound is the optimum itself (the weaker relaxation once overwrote it, printing 'optimal' with a gap)."""
+    inst = tmp_path / "h.toml"
+    code, _, _ = run("generate", "--problem", "harmony", "--jobs", "3", "--servers", "2", "--seed", "2", "--set", "static=true",
+                     "-o", inst)
+    assert code == 0
+    code, out, _ = run("solve", inst, "--method", "exact", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "optimal"
+    assert doc["bound"] == doc["objective"] and doc["gap"] == 0

@@ -6,6 +6,7 @@ formulations or algorithms, so a bug in a model cannot hide in its own checker.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -202,6 +203,12 @@ def compare_objective(result: CheckResult, claimed: float | None, tol: float = C
     """Record ``claimed`` and flag it when it differs from the recomputed objective."""
     result.claimed = claimed
     if result.objective is None:
+        return
+    if not math.isfinite(result.objective):
+        # NaN compares unequal to nothing and inf - inf is NaN: no claim could be judged against it
+        result.add("objective", "decision", f"the decision's objective is {result.objective} (the instance's numbers overflow "
+                   "the objective's arithmetic), not a number a claim can be compared with")
+        result.objective = None
         return
     if claimed is None:
         result.add("objective", "report", f"no objective stated; the decision's objective is {result.objective:g}")

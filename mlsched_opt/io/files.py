@@ -194,7 +194,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     _check_nesting(text, name)
     doc = _parse_json(text, name) if fmt == "json" else _parse_toml(text, name)
     if not isinstance(doc, dict):
-        raise InstanceError(f"top level must be an object, got {type(doc).__name__}", name)
+        raise InstanceError(f"top level must be an object, got {json_type(doc)}", name)
     check_values(doc, name)
     return doc
 
@@ -242,11 +242,41 @@ def _check_nesting(text: str, name: str) -> None:
             depth -= 1
 
 
+def json_type(value: Any) -> str:
+    """What ``value`` is called in JSON (a parsed document's value, for messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float, _TooLong)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _not_text(value: str) -> bool:
+    # JSON's \ud800-style escapes can make a lone surrogate, which no UTF-8 output can print
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def check_values(doc: Any, file: str | None) -> None:
-    """Refuse non-finite floats anywhere in ``doc``, naming the field (iterative: no recursion)."""
+    """Refuse non-finite floats and strings that are not text (a lone UTF-16 surrogate) anywhere
+    in ``doc``, naming the field (iterative: no recursion).  A field's path is built only from
+    keys already found to be text, so the message itself can always be printed."""
     stack: list[tuple[Any, str]] = [(doc, "")]
     while stack:
         value, path = stack.pop()
+        if isinstance(value, str) and _not_text(value):
+            raise InstanceError("a string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is not text",
+                                file, path or None)
+        if isinstance(value, dict) and any(_not_text(k) for k in value):
+            raise InstanceError("a key holds a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is not text",
+                                file, path or None)
         if isinstance(value, float) and not math.isfinite(value):
             what = "NaN" if math.isnan(value) else "an infinite number (or one beyond the float range, like 1e999)"
             raise InstanceError(f"{what} is not allowed; numbers must be finite", file, path or None)

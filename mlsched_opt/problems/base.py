@@ -105,6 +105,23 @@ class Option:
         return f"{lo}{kind}{hi}"
 
 
+def _beyond_its_bound(report: SolveReport) -> SolveReport:
+    """``report`` unchanged, unless its (rescored) objective is better than the model's proven
+    bound: then the model does not define the problem the checker accepts on this instance (its
+    optimum is beaten by a decision the checker accepts), so its bound proves nothing and its
+    "optimal" is not ours to print."""
+    if report.objective is None or report.bound is None:
+        return report
+    scale = SAME_VALUE_TOL * max(1.0, abs(report.bound))
+    beyond = report.objective < report.bound - scale if report.sense == "min" else report.objective > report.bound + scale
+    if not beyond:
+        return report
+    note = (f"the checker's value {report.objective:g} beats the model's bound {report.bound:g}: the exact model and the "
+            f"checker disagree on this instance, so nothing is proven (a defect; please report it)")
+    status = "feasible" if report.status in ("optimal", "feasible") else report.status
+    return dataclasses.replace(report, status=status, bound=None, message="; ".join(filter(None, [report.message, note])))
+
+
 class MethodKind(StrEnum):
     """What a method is, which decides what it may claim and where it runs.
 
@@ -341,6 +358,7 @@ class Family:
             if better:
                 note = f"the incumbent's schedule is worth {value:g}, better than its objective variables say ({report.objective:g})"
                 report = dataclasses.replace(report, objective=value, message="; ".join(filter(None, [report.message, note])))
+                report = _beyond_its_bound(report)
         if solve_options.certify and report.status in ("optimal", "infeasible"):
             solved_s = time.perf_counter()
             report, decision = certify(model, report, decision, solve_options, deadline,
