@@ -19,7 +19,9 @@ finishing exactly at an interval boundary frees its servers for that interval). 
 problem option ``starts=simultaneous`` every job must start in its arrival interval (rule
 ``simultaneous``).  The objective is the average JCT in intervals, ``finish / slot_s - arrival``.
 
-Any JSON value is answered by a named rule, never an exception: ``decision`` (not an object),
+Any JSON value is answered by a named rule, never an exception: ``decision`` (not an object, or
+a part other than ``placement`` and ``start``, or a key of an entry other than ``workers`` and
+``ps``, that is not absent or empty: ``admitted``, ``schedule``, ``extra``),
 ``type`` (a placement, entry or count map of the wrong type), ``missing``, ``domain`` (a start
 or count that is not a non-negative integer, or a start past :data:`MAX_START`), ``gang`` (wrong
 task counts, including absurdly large ones), ``arrival``, ``simultaneous``, ``capacity``.
@@ -35,12 +37,17 @@ from typing import Any
 import numpy as np
 
 from ...checking.core import CheckResult, read_counts, unknown_jobs
+from ...checking.parts import unread_parts
 from ...io.instance import Instance
 from ...tolerances import CHECK_TOL, DONE_TOL
 from .view import HarmonyView, view_of
 
 #: latest start interval the checker replays (far past any schedule a method makes; keeps times exact in floats)
 MAX_START = 10**9
+#: why the parts a harmony decision does not have must be absent or empty
+WHY = {"admitted": "harmony places every job; there is no admission",
+       "schedule": "harmony placements are static (one per job, held from its start); use placement and start",
+       "extra": "harmony decisions carry no claims"}
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
@@ -49,6 +56,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     if not isinstance(decision, Mapping):
         result.add("decision", "decision", f"must be an object with placement and start, got {type(decision).__name__}")
         return
+    unread_parts(result, decision, ("placement", "start"), "harmony", why=WHY)
     placement = _mapping(result, decision.get("placement"), "placement")
     starts = _mapping(result, decision.get("start"), "start")
     unknown_jobs(result, instance, [k for k in placement if isinstance(k, str)], "placement")
@@ -67,6 +75,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         if not isinstance(entry, Mapping):
             result.add("type", where, f"must be an object {{workers, ps}}, got {type(entry).__name__}")
             continue
+        unread_parts(result, entry, ("workers", "ps"), "harmony", where)
         k = starts.get(job.id)
         if k is None:
             result.add("missing", f"start.{job.id}", "every placed job needs a start interval")

@@ -7,7 +7,12 @@ host its workers and that it has a throughput for; no server's GPUs are used twi
 worker's samples are a non-negative integer within the memory cap, one list entry per GPU,
 and a job's samples sum to its global batch.  The objective is recomputed per job as
 ``T (max_k b_k / rho_k + comm(K, D / r_min))`` and averaged; the claimed JCTs and fairness
-measures are compared with the recomputed ones.
+measures are compared with the recomputed ones when the placement is feasible (rules ``jct``,
+``fairness``; a claim about an unknown job or measure, or one that is not a number, breaks them
+too).  A decision is ``admitted``, ``placement`` (job -> ``{workers}``) and ``extra`` with
+``batch``, ``jct_s``, ``fairness`` and the method's ``stats`` (not read); any other part
+(``schedule``, ``start``, a job's ``ps``, another key of ``extra``) must be absent or empty
+(rule ``decision``), and every claim container must be a mapping (rule ``domain``).
 """
 
 from __future__ import annotations
@@ -17,20 +22,29 @@ from typing import Any
 
 import numpy as np
 
-from ...checking.core import CheckResult, admitted_jobs, read_counts, unknown_jobs
+from ...checking.core import CheckResult, admitted_jobs, decision_part, read_counts, unknown_jobs
+from ...checking.parts import claim_map, extra_part, is_number, unread_parts
 from ...io.instance import Instance
 from ...tolerances import CHECK_TOL
 from .timing import COMM_MODELS, comm_constant, fair_share_jct, fairness
 from .view import hetero_view
 
+#: the parts of ``extra`` the checker reads (the batch splits and the claims it recomputes); the
+#: method's own figures (``stats``: search counters) are not read
+CLAIMS = ("batch", "jct_s", "fairness")
+NOTES = ("stats",)
+WHY = {"ps": "hetero places workers only (the comm option's model accounts for any parameter server)"}
+
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
     view = hetero_view(instance)
-    placement = decision.get("placement") or {}
-    extra = decision.get("extra") or {}
-    batches = extra.get("batch") or {}
-    if decision.get("schedule"):
-        result.add("decision", "schedule", "hetero placements are static; use placement")
+    placement = decision_part(result, decision, "placement", "hetero")
+    if placement is None:
+        return
+    unread_parts(result, decision, ("admitted", "placement", "extra"), "hetero", reported=("schedule",))
+    extra = extra_part(result, decision, CLAIMS, NOTES, "hetero")
+    batches = claim_map(result, extra, "batch")
+    unknown_jobs(result, instance, batches, "extra.batch")
     admitted = admitted_jobs(result, instance, decision)
     unknown_jobs(result, instance, placement, "placement")
     cls_of = {name: c for c in range(view.G) for name in view.members[c]}
@@ -40,9 +54,17 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         if job.id not in admitted:
             result.add("admission", job.id, "every job must be placed (C2)")
             continue
-        workers = read_counts(result, instance, job, "worker", (placement.get(job.id) or {}).get("workers"),
-                              f"placement.{job.id}.workers")
-        split = batches.get(job.id) or {}
+        entry = placement.get(job.id)
+        if entry is not None and not isinstance(entry, Mapping):
+            result.add("domain", f"placement.{job.id}", f"must be a mapping {{workers}}, got {type(entry).__name__}")
+            entry = None
+        unread_parts(result, entry or {}, ("workers",), "hetero", f"placement.{job.id}", why=WHY)
+        workers = read_counts(result, instance, job, "worker", (entry or {}).get("workers"), f"placement.{job.id}.workers")
+        split = batches.get(job.id)
+        if split is not None and not isinstance(split, Mapping):
+            result.add("domain", f"extra.batch.{job.id}", f"must be a mapping of server -> samples per GPU, got {type(split).__name__}")
+            split = None
+        split = split or {}
         k = sum(workers.values())
         if not hj.k_range[0] <= k <= hj.k_range[1]:
             result.add("job-size", job.id, f"{k} workers, the job allows {hj.k_range[0]}..{hj.k_range[1]}")
@@ -83,17 +105,32 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         cap = server.capacity.get("gpu", 0.0)
         if count > cap:
             result.add("capacity", f"{name}, gpu", f"uses {count} GPUs > capacity {cap:g}")
+    claimed = claim_map(result, extra, "jct_s")
+    unknown_jobs(result, instance, claimed, "extra.jct_s")
+    stated = claim_map(result, extra, "fairness", "fairness measure")
     if result.feasible and len(jcts) == view.S:
         result.objective = float(np.mean(jcts))
-        _claims(result, view, extra, np.array(jcts), options)
+        _claims(result, view, claimed, stated, np.array(jcts), options)
 
 
-def _claims(result: CheckResult, view, extra: Mapping[str, Any], jcts: np.ndarray, options: Mapping[str, Any]) -> None:
-    claimed = extra.get("jct_s") or {}
+def _claims(result: CheckResult, view, claimed: Mapping[str, Any], stated: Mapping[str, Any], jcts: np.ndarray,
+            options: Mapping[str, Any]) -> None:
     for job, value in zip(view.jobs, jcts):
-        if job.id in claimed and abs(claimed[job.id] - value) > CHECK_TOL * max(1.0, value):
-            result.add("jct", job.id, f"stated {claimed[job.id]:g} s but the placement gives {value:g} s")
-    stated = extra.get("fairness") or {}
-    for key, value in fairness(jcts, fair_share_jct(view, options["comm"])).items():
-        if key in stated and abs(stated[key] - value) > CHECK_TOL * max(1.0, value):
-            result.add("fairness", key, f"stated {stated[key]:g} but the placement gives {value:g}")
+        if job.id in claimed and _differs(claimed[job.id], value):
+            result.add("jct", f"extra.jct_s.{job.id}", f"stated {_show(claimed[job.id])} s but the placement gives {value:g} s")
+    measures = fairness(jcts, fair_share_jct(view, options["comm"]))
+    for key, value in measures.items():
+        if key in stated and _differs(stated[key], value):
+            result.add("fairness", f"extra.fairness.{key}", f"stated {_show(stated[key])} but the placement gives {value:g}")
+    for key in stated:
+        if key not in measures:
+            result.add("fairness", f"extra.fairness.{key}", f"no such fairness measure (the checker computes {', '.join(measures)})")
+
+
+def _differs(stated: Any, value: float) -> bool:
+    """Whether a claimed figure is not the recomputed ``value`` (anything but a finite number is)."""
+    return not is_number(stated) or abs(stated - value) > CHECK_TOL * max(1.0, value)
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if is_number(value) else f"{value!r:.60}"

@@ -20,20 +20,35 @@ Rules (each violation is named by its rule):
   hosting ``n`` workers of a job must host exactly ``ceil(n/gamma)`` of its PSs, and no machine
   hosts PSs alone; with ``free`` (default) any placement passing C3/C4 is accepted;
 * ``work``, ``completion``: an admitted job that does not finish; a claimed completion slot that
-  differs from the recomputed one.
+  differs from the recomputed one;
+* ``unfinished``, ``rejected``: a job listed in ``extra.unfinished`` or ``extra.rejected`` whose
+  work reaches ``V``; ``migrations``: a claimed count of changes of the job's set of machines
+  between consecutive slot entries (up to its completion) that differs from the schedule's;
+* ``decision``: a part the checker does not read that is not absent or empty (``placement``,
+  ``start``, another key of a slot entry, a key of ``extra`` other than the claims above and
+  the method figures ``lps``, ``rounding_attempts``, ``repairs``, ``prices`` and ``payoff``,
+  which are not read); ``extra`` and its claim containers must be mappings/lists (``domain``).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 import numpy as np
 
-from ...checking.core import MAX_COUNT, CheckResult, decision_part, job_ids
+from ...checking.core import MAX_COUNT, CheckResult, decision_part, job_ids, unknown_jobs
+from ...checking.parts import claim_map, extra_part, unread_parts
 from ...io.instance import Instance
 from ...tolerances import CHECK_TOL
 from .view import LocalityView, locality_view, o3_ps, total_delay
+
+#: the claims of ``extra`` the checker recomputes; the method figures it cannot and ignores
+CLAIMS = ("completion", "unfinished", "rejected", "migrations")
+NOTES = ("lps", "rounding_attempts", "repairs", "prices", "payoff")
+#: the keys of a schedule entry
+ENTRY = ("slot", "workers", "ps")
 
 
 def _is_int(x: Any) -> TypeGuard[int]:
@@ -53,15 +68,18 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     if schedule is None:
         result.objective = None
         return
+    unread_parts(result, decision, ("admitted", "schedule", "extra"), "locality", reported=("placement",))
     ids = {job.id for job in view.jobs}
     admitted = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     for key in schedule:
         if key not in ids:
             result.add("unknown-job", f"schedule.{_short(key)}", "no such job in the instance")
-    extra = decision.get("extra")
-    claimed = extra.get("completion") if isinstance(extra, Mapping) else None
-    if not isinstance(claimed, Mapping):
-        claimed = {}
+    extra = extra_part(result, decision, CLAIMS, NOTES, "locality")
+    claimed = claim_map(result, extra, "completion")
+    moves = claim_map(result, extra, "migrations")
+    unknown_jobs(result, instance, claimed, "extra.completion")
+    unknown_jobs(result, instance, moves, "extra.migrations")
+    listed = {key: job_ids(result, instance, extra.get(key), f"extra.{key}") for key in ("unfinished", "rejected")}
     machine = {name: h for h, name in enumerate(view.servers)}
     # every (job, slot, machine) with a task, for (C1) at the end: O(size log size), never (slots x machines)
     cells_t: list[int] = []
@@ -82,6 +100,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             if not isinstance(entry, Mapping):
                 result.add("domain", where, f"a slot entry is a mapping {{slot, workers, ps}}, got {_short(entry)}")
                 continue
+            unread_parts(result, entry, ENTRY, "locality", where)
             t = entry.get("slot")
             if not _is_int(t) or not 0 <= t < view.slots:
                 result.add("domain", where, f"slot must be an integer in [0, {view.slots - 1}], got {_short(t)}")
@@ -129,9 +148,21 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
                 completion[i] = t
         if job.id in admitted and i not in completion:
             result.add("work", job.id, f"trains {done:g} samples < the {job.work:g} the job needs within the horizon")
-        if job.id in claimed and claimed[job.id] != completion.get(i, view.slots):
+        if job.id in claimed and (not _is_int(claimed[job.id]) or claimed[job.id] != completion.get(i, view.slots)):
             result.add("completion", f"extra.completion.{job.id}",
                        f"claims slot {_short(claimed[job.id])}, the work reaches V in slot {completion.get(i, 'none')}")
+        if job.id in moves:
+            last = completion.get(i, view.slots)
+            hosts = [set(per_slot[t][0]) | set(per_slot[t][1]) for t in sorted(per_slot) if t <= last]
+            moved = sum(a != b for a, b in itertools.pairwise(hosts))
+            if not _is_int(moves[job.id]) or moves[job.id] != moved:
+                result.add("migrations", f"extra.migrations.{job.id}",
+                           f"claims {_short(moves[job.id])}, the schedule changes the job's machines {moved} times")
+    index = {job.id: i for i, job in enumerate(view.jobs)}
+    for key, jobs in listed.items():
+        for job_id in jobs:
+            if index[job_id] in completion:
+                result.add(key, f"extra.{key}.{job_id}", f"listed as {key}, but its work reaches V in slot {completion[index[job_id]]}")
     _capacity(result, view, cells_t, cells_h, cells_w, cells_s, cells_i)                                 # (C1)
     result.objective = total_delay(view, completion)
 

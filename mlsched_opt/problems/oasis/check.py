@@ -10,6 +10,13 @@ Size ranges (our reading, stated in :mod:`.view`): in every slot in which a job 
 worker, its worker count is in ``[workers.min, min(N, workers.max)]`` (rules ``worker-min``,
 ``worker-cap``) and its PS count in ``[ps.min, ps.max]`` (``ps-min``, ``ps-max``).
 
+Claims in ``extra``: ``completion`` (job -> slot) must be the last slot with workers of an
+admitted job that completes its work (rule ``completion``); ``rejected`` lists jobs that earn
+nothing, so none of them may be admitted (rule ``admitted``).  ``payoff``, ``prices``,
+``bound_2alpha`` and ``policy`` are the method's own figures (prices and statistics the checker
+cannot recompute) and are not read.  Any other part (``placement``, ``start``, another key of
+``extra`` or of a schedule entry) must be absent or empty (rule ``decision``).
+
 Any JSON value is read without crashing: a value of the wrong type or size is a ``domain`` (or
 ``decision``) violation, never an exception.
 """
@@ -21,10 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from ...checking.core import CheckResult, decision_part, job_ids, read_counts
+from ...checking.core import CheckResult, decision_part, job_ids, read_counts, unknown_jobs
+from ...checking.parts import claim_map, extra_part, unread_parts
 from ...io.instance import Instance
 from ...tolerances import CHECK_TOL
 from .view import oasis_view
+
+#: the claims of ``extra`` the checker reads; the method figures it cannot recompute and ignores
+CLAIMS = ("unfinished", "completion", "rejected")
+NOTES = ("payoff", "prices", "bound_2alpha", "policy")
+#: the keys of a schedule entry
+ENTRY = ("slot", "workers", "ps")
 
 
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
@@ -33,17 +47,20 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     schedule = decision_part(result, decision, "schedule", "OASiS")
     if schedule is None:
         return
+    unread_parts(result, decision, ("admitted", "schedule", "extra"), "OASiS", reported=("placement",))
     admitted = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
-    extra = decision.get("extra")
-    if extra is not None and not isinstance(extra, Mapping):
-        result.add("domain", "extra", f"must be a mapping, got {type(extra).__name__}")
-        extra = None
-    unfinished = set(job_ids(result, instance, (extra or {}).get("unfinished"), "extra.unfinished"))
+    extra = extra_part(result, decision, CLAIMS, NOTES, "OASiS")
+    unfinished = set(job_ids(result, instance, extra.get("unfinished"), "extra.unfinished"))
+    rejected = set(job_ids(result, instance, extra.get("rejected"), "extra.rejected"))
+    claimed = claim_map(result, extra, "completion")
+    unknown_jobs(result, instance, claimed, "extra.completion")
     for job_id in schedule:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
             result.add("unknown-job", f"schedule.{job_id}", "no such job in the instance")
     for job_id in sorted(admitted & unfinished):
         result.add("admitted", job_id, "listed as both admitted and unfinished")
+    for job_id in sorted(admitted & rejected):
+        result.add("admitted", job_id, "listed as both admitted and rejected")
     servers = {name: ("worker", h) for h, name in enumerate(view.worker_servers)}
     servers.update({name: ("ps", k) for k, name in enumerate(view.ps_servers)})
     load = {"worker": np.zeros((view.H, len(view.resources), view.slots)),
@@ -59,6 +76,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         if job.id not in admitted and job.id not in unfinished:
             if entries:
                 result.add("schedule", f"schedule.{job.id}", "job is neither admitted nor unfinished but has a schedule")
+            _completion(result, claimed, job.id, None)
             continue
         ijob = instance.jobs[job.index]
         done = 0
@@ -69,6 +87,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             if not isinstance(entry, Mapping):
                 result.add("domain", where, f"must be a mapping {{slot, workers, ps}}, got {type(entry).__name__}")
                 continue
+            unread_parts(result, entry, ENTRY, "OASiS", where)
             t = entry.get("slot")
             if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < view.slots:
                 result.add("domain", where, f"slot must be an integer in [0, {view.slots - 1}], got {t!r:.60}")
@@ -101,13 +120,26 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             done += Y
             if Y:
                 last = t if last is None else max(last, t)
+        finished = None
         if job.id in admitted:
             if done < job.work * (1 - CHECK_TOL) - CHECK_TOL:
                 result.add("work", job.id, f"{done} worker-slots < the {job.work:g} the job needs")
             elif last is not None:
                 objective += float(job.value(last))
+                finished = last
+        _completion(result, claimed, job.id, finished)
     for kind, names, cap in (("worker", view.worker_servers, view.worker_capacity), ("ps", view.ps_servers, view.ps_capacity)):
         over = load[kind] > cap[:, :, None] * (1 + CHECK_TOL) + CHECK_TOL
         for s, r, t in zip(*np.nonzero(over)):
             result.add("capacity", f"slot {t}, {names[s]}, {view.resources[r]}", f"uses {load[kind][s, r, t]:g} > capacity {cap[s, r]:g}")
     result.objective = objective
+
+
+def _completion(result: CheckResult, claimed: Mapping[str, Any], job_id: str, finished: int | None) -> None:
+    """Compare a claimed completion slot with the recomputed one (``None``: the job earns nothing)."""
+    if job_id not in claimed:
+        return
+    stated = claimed[job_id]
+    if finished is None or not isinstance(stated, int) or isinstance(stated, bool) or stated != finished:
+        got = "the job does not complete (not admitted, or short of work)" if finished is None else f"it completes in slot {finished}"
+        result.add("completion", f"extra.completion.{job_id}", f"claims slot {stated!r:.60}, {got}")

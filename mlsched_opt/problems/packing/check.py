@@ -1,7 +1,9 @@
 """Independent checker for packing decisions (uses only the instance and the checker core).
 
 Any JSON value is read without crashing: a value of the wrong type or size is a ``domain`` (or
-``decision``) violation, never an exception.
+``decision``) violation, never an exception.  A packing decision is ``admitted`` and a static
+``placement`` of ``{workers, ps}`` per job; any other part (``start``, ``schedule``, ``extra``,
+another key of a job's entry) must be absent or empty (rule ``decision``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...checking.core import CheckResult, Usage, decision_part, job_ids, read_counts
+from ...checking.parts import unread_parts
 from ...io.instance import Instance
 
 
@@ -24,6 +27,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     placement = decision_part(result, decision, "placement", "packing")
     if placement is None:
         return
+    unread_parts(result, decision, ("admitted", "placement"), "packing", reported=("schedule",))
     admitted_set = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     for job_id in placement:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
@@ -43,6 +47,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
         if not isinstance(tasks, Mapping):
             result.add("domain", f"placement.{job.id}", f"must be a mapping {{workers, ps}}, got {type(tasks).__name__}")
             tasks = {}
+        unread_parts(result, tasks, ("workers", "ps"), "packing", f"placement.{job.id}")
         if not (job.workers.fixed and job.ps.fixed):
             result.add("instance", job.path, "packing needs fixed worker and PS counts")
             continue

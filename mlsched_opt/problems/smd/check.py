@@ -1,7 +1,10 @@
 """Independent checker for SMD decisions.
 
 Uses only the instance's performance model (:func:`.view.smd_view`: completion time, limits,
-capacity) and none of the enumeration, grid, rounding or knapsack code.
+capacity) and none of the enumeration, grid, rounding or knapsack code.  A decision is
+``admitted`` and ``extra.allocation = {job: {workers, ps}}``; ``extra.stats`` (a method's own
+figures) is not read, and any other part (``placement``, ``schedule``, ``start``, another key of
+``extra`` or of an allocation) must be absent or empty (rule ``decision``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from ...checking.core import CheckResult, admitted_jobs, unknown_jobs
+from ...checking.parts import claim_map, extra_part, unread_parts
 from ...io.instance import Instance
 from ...tolerances import CHECK_TOL
 from .view import SmdJob, SmdView, smd_view
@@ -24,10 +28,14 @@ def _is_int(x: Any) -> TypeGuard[int]:
 def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str, Any], result: CheckResult) -> None:
     """Every rule in O(jobs x resources): the per-job rules in one pass over the admitted jobs,
     the limits (C2) and the capacity (C1) as array comparisons."""
+    if not isinstance(decision, Mapping):
+        result.add("decision", "decision", f"must be a mapping, got {type(decision).__name__}")
+        return
     view = smd_view(instance, options["overlap"])
-    allocation = (decision.get("extra") or {}).get("allocation", {})
     if decision.get("placement") or decision.get("schedule"):
         result.add("decision", "placement", "SMD decides counts only; give extra.allocation = {job: {workers, ps}}")
+    unread_parts(result, decision, ("admitted", "extra"), "smd", reported=("placement", "schedule"))
+    allocation = claim_map(result, extra_part(result, decision, ("allocation",), ("stats",), "smd"), "allocation")
     chosen = admitted_jobs(result, instance, decision)
     unknown_jobs(result, instance, allocation, "extra.allocation")
     for job_id in allocation:
@@ -55,6 +63,7 @@ def _counts(result: CheckResult, job: SmdJob, alloc: Any) -> tuple[int, int] | N
     if not isinstance(alloc, Mapping):
         result.add("allocation", where, "an admitted job needs {workers = w, ps = p}")
         return None
+    unread_parts(result, alloc, ("workers", "ps"), "smd", where)
     w, p = alloc.get("workers"), alloc.get("ps")
     if not (_is_int(w) and _is_int(p)):
         result.add("domain", where, f"workers and ps must be integers, got {w!r} and {p!r}")
