@@ -1,9 +1,11 @@
 """The numeric tolerances of every feasibility and objective comparison, named in one place.
 
-A core module (no imports): the checker, the certification of exact answers, the reports and
+A core module (no project imports): the checker, the certification of exact answers, the reports and
 the simulators that must agree with the checker read their tolerances here.  Changing one
 changes what the toolkit accepts, so each says why it has its value.
 """
+
+from typing import Any
 
 #: Relative tolerance of every checker rule (capacities, work done, stated objectives): solvers
 #: return integer variables and work sums as floats a few ulps off, never off by a millionth.
@@ -38,6 +40,44 @@ FIT_TOL = 1e-9
 #: (infinity()) both use 1e20, and SCIP's getDualbound() returns -1e20 when it has proven nothing.
 #: A bound at or beyond it is no bound.
 SOLVER_INFINITY = 1e20
+
+
+def work_done_threshold(work: float) -> float:
+    """The least work the locality and OASiS checkers count as ``work`` done: ``work (1 - CHECK_TOL) - CHECK_TOL``.
+
+    The checkers' "work" rule (a job is done once ``done >= work_done_threshold(work)``), written
+    once: an exact model's completion requirement, a simulator's completion test and a bound's work
+    figure are derived from it, so that the model accepts exactly the work the checker accepts.
+    Evaluated in the same operations as the checkers' inline form, so it is the same float.
+    """
+    return work * (1 - CHECK_TOL) - CHECK_TOL
+
+
+def capacity_limit(cap: Any) -> Any:
+    """The largest load the locality, OASiS and harmony checkers accept on capacity ``cap``: ``cap (1 + CHECK_TOL) + CHECK_TOL``.
+
+    Their capacity rule (a load is over once ``load > capacity_limit(cap)``; OASiS's PS-bandwidth
+    rule ``Y b <= capacity_limit(Z B)`` too), written once: the exact models of those families take it
+    as their capacity right-hand side (and their relaxations and bounds as their capacity), so that
+    the model accepts exactly the integer task counts the checker accepts.  Evaluated in the same
+    operations as the checkers' inline form, so it is the same float; ``cap`` may be a float, a NumPy
+    array or a linear (Pyomo) expression.
+    """
+    return cap * (1 + CHECK_TOL) + CHECK_TOL
+
+
+def core_capacity_limit(cap: Any) -> Any:
+    """The largest load the packing and SMD checkers accept on capacity ``cap``: ``cap + CHECK_TOL max(1, cap)``.
+
+    The rule of :meth:`mlsched_opt.checking.core.Usage.check` (packing) and of the SMD checker's
+    cluster capacity (C1), written once, as :func:`capacity_limit` is for the other families.
+    ``cap`` may be a float or a NumPy array (elementwise ``max``), evaluated as the checkers do.
+    """
+    if isinstance(cap, (int, float)):
+        return cap + CHECK_TOL * max(1.0, cap)
+    import numpy as np  # arrays only: this module imports nothing at load time
+
+    return cap + CHECK_TOL * np.maximum(1.0, cap)
 
 
 def proven_bound(bound: float | None) -> float | None:

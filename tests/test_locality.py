@@ -628,7 +628,7 @@ def test_huge_instances_are_refused_up_front(run, tmp_path, edit, field):
 @pytest.mark.parametrize("placement", ["free", "with-workers"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_cpsat_translation_has_small_coefficients(placement, seed):
-    """Work rows in units of V / D (D <= 1e6): no coefficient above 1e6 after the translation (it was 1.5e10)."""
+    """Integer completion rows (no scaled rates): no coefficient above 1e6 after the translation (it was 1.5e10)."""
     from mlsched_opt.solvers.cpsat import translate
 
     inst = generated(jobs=4, servers=2, slots=6, seed=seed)
@@ -638,12 +638,17 @@ def test_cpsat_translation_has_small_coefficients(placement, seed):
 
 
 def test_work_rows_are_exact_for_fractional_rates():
-    from mlsched_opt.problems.locality.formulation import work_row
+    from mlsched_opt.problems.locality.formulation import reaches, work_cover
 
-    row = work_row(JOB2)  # q = 1 and 1.5 samples, V = 12: units of 1/24 of V
-    assert row.exact and row.D == 24 and row.units(JOB2.q_ex) == 2 and row.units(4 * JOB2.q_in) == 12
-    odd = work_row(LocalityJob("j", 0, 1000003.0, 1234.567891, 987.654321, np.array([1.0]), np.array([1.0]), 2, 4))
-    assert not odd.exact and odd.D == 10**6 and odd.units(987.654321) <= 987.654321 / 1000003.0 * 10**6
+    cover = work_cover(JOB2, 4)  # q = 1.5 and 1 samples, V = 12: the work row itself, 1.5 a + b >= 12 in integers
+    assert cover.rows == ((3, 2, 24),) and cover.reach == 32
+    odd = LocalityJob("j", 0, 1000003.0, 1234.567891, 987.654321, np.array([1.0]), np.array([1.0]), 2, 4)
+    cover = work_cover(odd, 200)
+    assert all(isinstance(x, int) for row in cover.rows for x in row)
+    for a in range(cover.reach + 1):   # the rows accept exactly the checker's points (a, b) near the boundary
+        edge = next((b for b in range(cover.reach + 1) if reaches(odd, a, b)), cover.reach + 1)
+        for b in range(max(0, edge - 2), min(cover.reach, edge + 2) + 1):
+            assert cover.holds(a, b) == reaches(odd, a, b)
 
 
 @pytest.mark.parametrize("flag", ["--jobs", "--servers", "--slots"])

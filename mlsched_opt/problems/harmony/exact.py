@@ -27,7 +27,7 @@ from functools import cache
 import numpy as np
 
 from ...errors import OptionError
-from ...tolerances import DONE_TOL
+from ...tolerances import DONE_TOL, capacity_limit
 from .baselines import LoadBalance
 from .simulate import Env
 from .view import HarmonyView
@@ -67,13 +67,15 @@ def count_vectors(n: int, M: int) -> np.ndarray:
     return out
 
 
-def job_options(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Worker and PS count vectors of one job that fit the empty servers, shapes (O, M) each."""
+def job_options(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.ndarray,
+                slack: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+    """Worker and PS count vectors of one job that fit the empty servers, shapes (O, M) each (within ``cap + slack``:
+    the exact searches pass the checker's limits, :func:`.tolerances.capacity_limit`, and no slack)."""
     wv, pv = count_vectors(W, M), count_vectors(P, M)
     w = np.repeat(wv, len(pv), axis=0)
     p = np.tile(pv, (len(wv), 1))
     use = w[..., None] * wd + p[..., None] * pd
-    ok = np.all(use <= cap + 1e-9, axis=(1, 2))   # cap: (K,) for empty servers or (M, K) for free capacity
+    ok = np.all(use <= cap + slack, axis=(1, 2))   # cap: (K,) for empty servers or (M, K) for free capacity
     return w[ok], p[ok]
 
 
@@ -84,7 +86,7 @@ def standalone_speed(world: World, kind: int, is_ps: bool, W: int, P: int, M: in
     cap_t, wd_t, pd_t = (tuple(float(x) for x in np.asarray(a, float).ravel()[:len(wd)]) for a in (cap, wd, pd))
 
     def best() -> float:
-        w, p = job_options(int(W), int(P), M, np.array(cap_t), np.array(wd_t), np.array(pd_t))
+        w, p = job_options(int(W), int(P), M, capacity_limit(np.array(cap_t)), np.array(wd_t), np.array(pd_t), slack=0.0)
         return float(speeds(world, Jobs.of([kind], [is_ps], [W], [P]), w[:, None, :], p[:, None, :])[:, 0].max())
 
     return cached_per_world(world, ("standalone", int(kind), bool(is_ps), int(W), int(P), M, cap_t, wd_t, pd_t), best)
@@ -124,8 +126,8 @@ class ExactResult:
 
 def search_size(view: HarmonyView) -> int:
     """The size of the raw Cartesian product (before pruning and symmetry)."""
-    return int(np.prod([len(job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, view.capacity,
-                                        view.worker_demand[i], view.ps_demand[i])[0]) for i in range(view.J)], dtype=float))
+    return int(np.prod([len(job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, capacity_limit(view.capacity),
+                                        view.worker_demand[i], view.ps_demand[i], slack=0.0)[0]) for i in range(view.J)], dtype=float))
 
 
 def exhaustive(view: HarmonyView, time_limit: float) -> ExactResult:
@@ -168,9 +170,10 @@ def static_placements(view: HarmonyView, time_limit: float) -> tuple[np.ndarray,
                           field="--method")
     start = time.perf_counter()
     w, p, used = _empty_product(view.M, view.capacity.shape[1])
+    limit = capacity_limit(view.capacity)   # the checker's limits: exactly the placements it accepts
     for i in range(view.J):
-        ow, op = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, view.capacity, view.worker_demand[i], view.ps_demand[i])
-        w, p, used = _canonical(*_extend(w, p, used, ow, op, view.worker_demand[i], view.ps_demand[i], view.capacity))
+        ow, op = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, limit, view.worker_demand[i], view.ps_demand[i], slack=0.0)
+        w, p, used = _canonical(*_extend(w, p, used, ow, op, view.worker_demand[i], view.ps_demand[i], limit, slack=0.0))
         if time.perf_counter() - start > time_limit:
             return w, p, size, False
     return w, p, size, True
@@ -182,7 +185,7 @@ def _empty_product(M: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _extend(w: np.ndarray, p: np.ndarray, used: np.ndarray, ow: np.ndarray, op: np.ndarray,
-            wd: np.ndarray, pd: np.ndarray, cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            wd: np.ndarray, pd: np.ndarray, cap: np.ndarray, slack: float = 1e-9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every placement ``(w, p)`` (B, J, M) joined with every option ``(ow, op)`` of one more job that
     keeps ``used + its demand`` within ``cap``; in chunks, so memory stays bounded."""
     add = ow[..., None] * wd + op[..., None] * pd                                   # (O, M, K)
@@ -191,7 +194,7 @@ def _extend(w: np.ndarray, p: np.ndarray, used: np.ndarray, ow: np.ndarray, op: 
     parts = [(np.zeros((0, J + 1, M), int), np.zeros((0, J + 1, M), int), np.zeros((0, *used.shape[1:])))]
     for lo in range(0, B, step):
         new_used = used[lo:lo + step, None] + add[None]                                # (b, O, M, K)
-        b, o = np.nonzero(np.all(new_used <= cap + 1e-9, axis=(2, 3)))
+        b, o = np.nonzero(np.all(new_used <= cap + slack, axis=(2, 3)))
         parts.append((np.concatenate([w[lo + b], ow[o][:, None, :]], axis=1),
                       np.concatenate([p[lo + b], op[o][:, None, :]], axis=1), new_used[b, o]))
     new_w, new_p, new_u = (np.concatenate(x) for x in zip(*parts))
@@ -482,7 +485,7 @@ def staggered_jct(view: HarmonyView, w: np.ndarray, p: np.ndarray, start: np.nda
 def _fits_running(view: HarmonyView, w: np.ndarray, p: np.ndarray, running: np.ndarray) -> np.ndarray:
     r = running[..., None, None]
     use = (w[..., None] * r * view.worker_demand[None, :, None, :] + p[..., None] * r * view.ps_demand[None, :, None, :]).sum(axis=1)
-    return np.all(use <= view.capacity[None] + 1e-9, axis=(1, 2))
+    return np.all(use <= capacity_limit(view.capacity)[None], axis=(1, 2))
 
 
 def exhaustive_any(view: HarmonyView, time_limit: float) -> AnyResult:
@@ -529,7 +532,8 @@ def exhaustive_any(view: HarmonyView, time_limit: float) -> AnyResult:
     J, M = view.J, view.M
     options = []
     for i in range(J):
-        ow, op = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), M, view.capacity, view.worker_demand[i], view.ps_demand[i])
+        ow, op = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), M, capacity_limit(view.capacity), view.worker_demand[i],
+                             view.ps_demand[i], slack=0.0)
         if len(ow) == 0:
             reason = (f"job {view.ids[i]}: {int(view.jobs.W[i])} workers and {int(view.jobs.P[i])} PSs fit no placement "
                       "on the empty cluster")

@@ -34,6 +34,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ...io.instance import Instance
+from ...tolerances import capacity_limit
 from .baselines import pair_table
 from .simulate import placement_decision
 from .view import HarmonyView, view_of
@@ -102,7 +103,7 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
                                 if view.M > 1 else m.spans[j] == 0)
     K = range(len(view.resources))
     m.capacity = pyo.Constraint(m.M, K, rule=lambda m, s, r: sum(
-        view.worker_demand[j, r] * m.w[j, s] + view.ps_demand[j, r] * m.p[j, s] for j in J) <= view.capacity[s, r])
+        view.worker_demand[j, r] * m.w[j, s] + view.ps_demand[j, r] * m.p[j, s] for j in J) <= float(capacity_limit(view.capacity[s, r])))
 
     def barrier(m, j, s):
         tau = (float(co.base[j]) + sum(float(co.coef[j, k]) * (m.w[k, s] + m.p[k, s]) for k in J)
@@ -119,7 +120,7 @@ def _max_tasks_per_server(view: HarmonyView) -> int:
     d = np.minimum(np.where(view.worker_demand > 0, view.worker_demand, np.inf),
                    np.where(view.ps_demand > 0, view.ps_demand, np.inf)).min(axis=0)
     with np.errstate(divide="ignore"):
-        return int(np.nanmin(np.floor(view.capacity.max(axis=0) / d)))
+        return int(np.nanmin(np.floor(capacity_limit(view.capacity.max(axis=0)) / d)))
 
 
 def decision_from_model(instance: Instance, options: Mapping[str, Any], model: pyo.ConcreteModel) -> dict:

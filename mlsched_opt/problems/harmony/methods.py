@@ -11,6 +11,7 @@ import numpy as np
 from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions, SolveReport, solve
+from ...tolerances import capacity_limit
 from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
 from .exact import Myopic, exhaustive, exhaustive_any, job_options, monotone_world, standalone_speed, static_jct
@@ -192,7 +193,8 @@ def misfit_reason(view: HarmonyView, deadline: float | None = None) -> str | Non
         key = (W, P, view.worker_demand[i].tobytes(), view.ps_demand[i].tobytes())
         if key not in seen:
             reduced = np.repeat(caps, np.minimum(counts, W + P), axis=0)
-            ow, _ = job_options(W, P, len(reduced), reduced, view.worker_demand[i], view.ps_demand[i])
+            # within the checker's limits (a job the checker would accept placed is no misfit)
+            ow, _ = job_options(W, P, len(reduced), capacity_limit(reduced), view.worker_demand[i], view.ps_demand[i], slack=0.0)
             seen[key] = len(ow) > 0
         if not seen[key]:
             return f"job {view.ids[i]}: {W} workers and {P} PSs fit no placement on the empty cluster"

@@ -16,7 +16,7 @@ import numpy as np
 from ...io.instance import Instance
 from ...report import SolveReport
 from ...solvers import SolveOptions
-from ...tolerances import CHECK_TOL
+from ...tolerances import capacity_limit, work_done_threshold
 from .pcilp import largest_fit
 from .view import LocalityView, locality_view
 
@@ -33,7 +33,7 @@ def slot_rate_bound(view: LocalityView, i: int, locality: str = "job") -> float:
     communication time ``min_f max(f c_in, (1 - f) c_ex) = c_in c_ex / (c_in + c_ex)``.
     """
     job, timing = view.jobs[i], view.timing[i]
-    n_co = float(largest_fit(job, view.capacity[:, :, None])[:, 0].max(initial=0))
+    n_co = float(largest_fit(job, capacity_limit(view.capacity)[:, :, None])[:, 0].max(initial=0))   # within the checker's limits
     if locality == "pair":
         c_in, c_ex = timing.comm_in_s, timing.comm_ex_s
         best_comm = c_in * c_ex / (c_in + c_ex) if c_in + c_ex > 0 else 0.0
@@ -50,7 +50,7 @@ def standalone_delay(view: LocalityView, i: int, locality: str = "job") -> int:
     job = view.jobs[i]
     penalty = view.penalty_delay(i)
     rate = slot_rate_bound(view, i, locality)
-    need = job.work * (1 - CHECK_TOL) - CHECK_TOL
+    need = work_done_threshold(job.work)
     if rate <= 0:
         return penalty
     x = need / rate

@@ -4,7 +4,8 @@
 ``z[i, t, h, n, kind]`` (``kind`` 0: job ``i`` co-located on ``h`` with ``n`` workers in slot
 ``t``; 1: ``n`` workers of spread job ``i`` on ``h``) as in the PC-ILP, with K1 and K2 per job,
 capacity K3 summed over the jobs, and completion indicators ``f[i, t]`` (``sum_t f = 1``) tied to
-the work by the cumulative rows ``sum_{t' <= t} work_i[t'] >= V_i sum_{t' <= t} f_i[t']``.
+the work by cumulative rows: the work up to slot ``t`` reaches what the checker accepts for ``V_i``
+when ``sum_{t' <= t} f_i[t'] = 1`` (the completion rows below).
 Minimize ``sum_i w_i sum_t (t - a_i + 1) f[i, t]`` plus an optional tie-break ``tie_break x
 resource units used`` (spec 7 uses 1e-4).
 
@@ -31,12 +32,14 @@ Under O3 a machine holds at most 1 worker + 1 PS, so a slot runs at most 3 worke
 finishes in 1 slot instead of 2; the review found instances of our own generator where free
 placement is 9-33 % better.
 
-Row scaling [our design, for CP-SAT]: a cumulative work row is written in integer units of
-``V_i / D_i`` (:class:`WorkRow`), every coefficient capped at ``D_i <= 10^6`` (a term that covers
-``V`` alone covers it either way, so the cap is exact).  The translation to CP-SAT then keeps the
-integers as they are (at most 10^6; the unscaled rows reached 1.5e10, on which CP-SAT 9.15's
-presolve proved a wrong optimum).  When the rates are not fractions of ``V`` with a small common
-denominator the terms are rounded down: never more work than the checker counts.
+Completion rows [our design]: at job-level locality a job's work by slot ``t`` is ``a q_in + b q_ex``
+with ``a`` co-located and ``b`` spread worker-slots (integers), and the checker counts it done once
+that reaches :func:`~mlsched_opt.tolerances.work_done_threshold` ``(V)`` (the checker's own
+formula and tolerance, not ``V``).  :class:`WorkCover` writes that set of integer points ``(a, b)``
+as the facets of its convex hull: small integer rows ``alpha a + beta b >= gamma`` whose integer
+solutions are exactly the points the checker accepts (no rounding of rates, so CP-SAT gets small
+integral coefficients and nothing is rounded in either direction; the rows once rounded every term
+down to units of ``V / 10^6`` and so demanded more work than the checker does).
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -54,51 +56,128 @@ import pyomo.environ as pyo
 
 from ...errors import InstanceError, OptionError
 from ...io.instance import Instance
-from ...tolerances import CHECK_TOL
+from ...tolerances import capacity_limit, work_done_threshold
 from .pcilp import CO_LOCATED, LocalityJob
 from .view import LocalityView, check_size, locality_view, total_delay
 
-#: Largest integer a scaled work row may hold (CP-SAT's translation then needs no further scaling).
-ROW_SCALE = 10**6
 #: Most (job, slot, machine) cells of the exact model built (beyond it the model is refused up front).
 MAX_EXACT_CELLS = 50_000
 Placement = Mapping[int, Mapping[int, tuple[Mapping[int, int], Mapping[int, int]]]]
 
 
-@dataclass(frozen=True)
-class WorkRow:
-    """A job's cumulative work row in integer units of ``V / D``: ``sum units(work) z >= D sum f``.
+def reaches(job: LocalityJob, a: int, b: int) -> bool:
+    """Whether ``a`` co-located and ``b`` spread worker-slots train enough for the checker (its "work" rule)."""
+    return a * job.q_in + b * job.q_ex >= work_done_threshold(job.work)
 
-    ``exact``: the per-worker rates ``q_ex / V`` and ``(q_in - q_ex) / V`` are fractions with a
-    common denominator ``D <= 10^6`` (to 1e-9 relative), so the row is the true one (the toy:
-    ``q = 1, 1.5``, ``V = 12`` gives ``D = 24``).  Otherwise ``D = 10^6`` and every term is rounded
-    down: the model never counts work the checker would not, and can only miss a schedule that
-    reaches ``V`` with less than ``10^-6 V`` per worker-slot to spare.
+
+@dataclass(frozen=True)
+class WorkCover:
+    """A job's completion as integer rows on its cumulative worker-slots, accepting what the checker accepts.
+
+    By a slot, the job has run ``a`` worker-slots co-located (``q_in`` samples each) and ``b``
+    spread (``q_ex`` each), integers in ``[0, reach]`` (``reach = (T - arrival) w_max``).  The
+    checker counts it done when ``a q_in + b q_ex >= work_done_threshold(V)`` (:func:`reaches`).
+    ``rows`` are integer ``(alpha, beta, gamma)``, ``alpha, beta >= 0``: for every integer ``(a, b)``
+    in ``[0, reach]^2``, every row holds iff :func:`reaches` — they are the facets of the convex hull
+    of the accepted points (a lattice-point set of a half-plane, so the hull holds no other lattice
+    point) that the box does not give.  So no rate is rounded, in either direction: the model is
+    exactly as strict as the checker on integral worker counts.  Exact up to the last bit of the
+    checker's float sum (it adds slot by slot, this evaluates ``a q_in + b q_ex``): a point within a
+    few ulps of the threshold could go either way, as it does between two slot orders in the checker.
+
+    ``()`` when no work is needed (``V >= 1`` by the schema, so never for an instance); ``((0, 0, 1),)``
+    when even ``reach`` worker-slots of each kind fall short (the job cannot finish in the horizon).
     """
 
     job: LocalityJob
-    D: int
-    exact: bool
+    reach: int
+    rows: tuple[tuple[int, int, int], ...]
 
-    def units(self, work: float) -> int:
-        """``work`` samples in units of ``V / D``, capped at ``D`` (a term covering ``V`` alone covers it either way)."""
-        x = min(work / self.job.work, 1.0) * self.D
-        return int(min(self.D, round(x) if self.exact else math.floor(x + 1e-6)))
+    def holds(self, a: int, b: int) -> bool:
+        """Whether ``(a, b)`` satisfies every row (for tests: equals :func:`reaches` on the box)."""
+        return all(alpha * a + beta * b >= gamma for alpha, beta, gamma in self.rows)
 
 
-def work_row(job: LocalityJob) -> WorkRow:
-    rates = [job.q_ex / job.work, (job.q_in - job.q_ex) / job.work]
-    D = 1
-    for x in rates:
-        if x <= 0:
-            continue
-        f = Fraction(x).limit_denominator(ROW_SCALE)
-        if abs(float(f) - x) > 1e-9 * x:
-            return WorkRow(job, ROW_SCALE, False)
-        D = D * f.denominator // math.gcd(D, f.denominator)
-        if D > ROW_SCALE:
-            return WorkRow(job, ROW_SCALE, False)
-    return WorkRow(job, D, True)
+def work_cover(job: LocalityJob, slots: int) -> WorkCover:
+    """:class:`WorkCover` of ``job`` over a horizon of ``slots`` slots: O(reach) evaluations of the checker's rule.
+
+    The hull's facets, then fewest of them: a facet is dropped when the others still accept exactly
+    the same integer points (checked point by point on the box), trying the facets least parallel to
+    the work line ``(q_in, q_ex)`` first.  When one row of the true rates is already exact (rates that
+    are fractions of ``V`` with a small denominator, as the spec's toy) that row is all that is
+    kept, so the LP relaxation is the work row's (the toy's LP stays at spec section 7's 3.378).
+    """
+    reach = max(slots - job.arrival, 0) * job.w_max
+    if reaches(job, 0, 0):
+        return WorkCover(job, reach, ())
+    if not reaches(job, reach, reach):
+        return WorkCover(job, reach, ((0, 0, 1),))
+    need = work_done_threshold(job.work)
+    # the staircase: per a, the least b the checker accepts (reach + 1: none; nonincreasing in a),
+    # from a float estimate stepped by the checker's own rule, so that no float rounding decides a point
+    least = np.zeros(reach + 1, dtype=np.int64)
+    stair: list[tuple[int, int]] = []
+    for a in range(reach + 1):
+        guess = (need - a * job.q_in) / job.q_ex
+        b = 0 if guess <= 0 else reach + 1 if guess > reach else math.ceil(guess)
+        while b > 0 and reaches(job, a, b - 1):
+            b -= 1
+        while b <= reach and not reaches(job, a, b):
+            b += 1
+        least[a] = b
+        if b <= reach:
+            stair.append((a, b))
+            if b == 0:
+                break   # least stays 0 for every larger a
+    # its lower convex hull (monotone chain, exact integer arithmetic); each edge is a facet
+    hull: list[tuple[int, int]] = []
+    for p in stair:
+        while len(hull) >= 2 and ((hull[-1][0] - hull[-2][0]) * (p[1] - hull[-2][1])
+                                  - (hull[-1][1] - hull[-2][1]) * (p[0] - hull[-2][0])) <= 0:
+            hull.pop()
+        hull.append(p)
+    facets: dict[tuple[int, int, int], None] = {}
+    if stair[0][0] > 0:                          # fewer co-located worker-slots never reach it, whatever b
+        facets[1, 0, stair[0][0]] = None
+    for (a1, b1), (a2, b2) in itertools.pairwise(hull):
+        g = math.gcd(b1 - b2, a2 - a1)
+        alpha, beta = (b1 - b2) // g, (a2 - a1) // g
+        facets[alpha, beta, alpha * a1 + beta * b1] = None
+    if stair[-1][1] > 0:                         # even reach co-located worker-slots need this many spread
+        facets[0, 1, stair[-1][1]] = None
+    rows = list(facets)
+
+    def parallel(row: tuple[int, int, int]) -> float:
+        return (row[0] * job.q_in + row[1] * job.q_ex) / math.hypot(row[0], row[1])
+
+    for row in sorted(rows, key=parallel):
+        rest = [r for r in rows if r != row]
+        if rest and np.array_equal(_least_accepted(rest, reach), least):
+            rows = rest
+    return WorkCover(job, reach, tuple(rows))
+
+
+def _least_accepted(rows: Sequence[tuple[int, int, int]], reach: int) -> np.ndarray:
+    """Per ``a`` in ``[0, reach]``, the least ``b`` in ``[0, reach]`` meeting every row (``reach + 1``: none)."""
+    a = np.arange(reach + 1, dtype=np.int64)
+    b = np.zeros(reach + 1, dtype=np.int64)
+    for alpha, beta, gamma in rows:
+        if beta == 0:
+            b = np.where(alpha * a >= gamma, b, reach + 1)
+        else:
+            b = np.maximum(b, -((alpha * a - gamma) // beta))     # ceil((gamma - alpha a) / beta), exactly
+    return np.minimum(b, reach + 1)
+
+
+def _cover_rows(covers: Sequence[WorkCover], running: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """``(job, slot, row)`` of every completion row: one per row of the job's :class:`WorkCover` and running slot."""
+    return [(i, t, r) for i, t in running for r in range(len(covers[i].rows))]
+
+
+def _coefficient(n: int, weight: int, gamma: int) -> int:
+    """A term's coefficient ``n weight`` in a row ``... >= gamma``, capped at ``gamma``: a term that meets
+    the row alone meets it either way (all terms are non-negative integers), and the LP is tighter."""
+    return min(n * weight, gamma)
 
 
 def offline_model(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, tie_break: float = 0.0,
@@ -115,7 +194,6 @@ def offline_model(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int,
                     for kind in (0, 1):
                         keys.append((i, t, h, int(k), kind))
     units = {k: jobs[k[0]].demand(k[3]) for k in keys}
-    work = {k: k[3] * (jobs[k[0]].q_in if k[4] == CO_LOCATED else jobs[k[0]].q_ex) for k in keys}
     by_job_slot: dict[tuple[int, int], list] = defaultdict(list)
     by_machine_slot: dict[tuple[int, int], list] = defaultdict(list)
     for key in keys:
@@ -158,14 +236,16 @@ def offline_model(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int,
 
     m.K3 = pyo.Constraint(range(h_count), range(r_count), range(slots), rule=k3)
 
-    def cumulative(mm, i, t):
-        earlier = [k for s in range(jobs[i].arrival, t + 1) for k in by_job_slot[i, s]]
-        row = rows[i]
-        return (sum(row.units(work[k]) * mm.z[k] for k in earlier)
-                >= row.D * sum(mm.f[i, s] for s in range(jobs[i].arrival, t + 1)))
+    # completion (WorkCover): the slot's co-located patterns add n worker-slots to a, spread ones to b
+    covers = [work_cover(job, slots) for job in jobs]
 
-    rows = [work_row(job) for job in jobs]
-    m.cumulative = pyo.Constraint(m.S, rule=cumulative)
+    def cumulative(mm, i, t, r):
+        alpha, beta, gamma = covers[i].rows[r]
+        earlier = [k for s in range(jobs[i].arrival, t + 1) for k in by_job_slot[i, s]]
+        return (sum(_coefficient(k[3], alpha if k[4] == CO_LOCATED else beta, gamma) * mm.z[k] for k in earlier)
+                >= gamma * sum(mm.f[i, s] for s in range(jobs[i].arrival, t + 1)))
+
+    m.cumulative = pyo.Constraint(_cover_rows(covers, running), rule=cumulative)
     m._locality = (list(jobs), keys, slots)
     m._placement = "with-workers"
     return m
@@ -184,8 +264,8 @@ def free_model(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, un
       ``gamma sum_h s >= sum_h w``, ``sum_h s <= sum_h w`` (no idle PSs (C4); more PSs than
       workers never help, so this loses nothing), counts only when ``y = 1``.
 
-    At most one mode per (i, t); capacity (C1) summed over the jobs; the cumulative work rows
-    (scaled, see the module docstring).  A spread placement that happens to use one machine
+    At most one mode per (i, t); capacity (C1) summed over the jobs; the cumulative completion
+    rows (:class:`WorkCover`, see the module docstring).  A spread placement that happens to use one machine
     counts at ``q_ex`` here and ``q_in`` in the checker, never worse (observation O4), so the
     optimum is the checker's.  The co-located side is the pattern model's, which keeps the LP
     bound as tight as :func:`offline_model`'s.
@@ -243,16 +323,18 @@ def free_model(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, un
 
     m.K3 = pyo.Constraint(H, range(r_count), range(slots), rule=capacity_row)
 
-    rows = [work_row(job) for job in jobs]
+    # completion (WorkCover): a pattern adds its n worker-slots to a, every spread worker one to b
+    covers = [work_cover(job, slots) for job in jobs]
 
-    def cumulative(mm, i, t):
-        job, row = jobs[i], rows[i]
-        ex = row.units(job.q_ex)
-        terms = [row.units(k[3] * job.q_in) * mm.z[k] for s in range(job.arrival, t + 1) for k in by_job_slot[i, s]]
+    def cumulative(mm, i, t, r):
+        job = jobs[i]
+        alpha, beta, gamma = covers[i].rows[r]
+        ex = _coefficient(1, beta, gamma)
+        terms = [_coefficient(k[3], alpha, gamma) * mm.z[k] for s in range(job.arrival, t + 1) for k in by_job_slot[i, s]]
         terms += [ex * mm.w[i, s, h] for s in range(job.arrival, t + 1) for h in H]
-        return sum(terms) >= row.D * sum(mm.f[i, s] for s in range(job.arrival, t + 1))
+        return sum(terms) >= gamma * sum(mm.f[i, s] for s in range(job.arrival, t + 1))
 
-    m.cumulative = pyo.Constraint(m.S, rule=cumulative)
+    m.cumulative = pyo.Constraint(_cover_rows(covers, running), rule=cumulative)
     m._locality = (list(jobs), (patterns, cells), slots)
     m._placement = "free"
     return m
@@ -319,10 +401,12 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
     if cells > MAX_EXACT_CELLS:
         raise InstanceError(f"the exact model would have {cells} (job, slot, machine, workers) patterns, more than the "
                             f"{MAX_EXACT_CELLS} it builds; use an algorithm", instance.file, "time.slots")
+    # the capacity right-hand sides are the checker's limits, so the model accepts exactly the counts it accepts
+    limit = capacity_limit(view.capacity)
     if options.get("ps_placement", "free") == "free":
-        m = free_model(view.jobs, view.capacity, view.slots, unfinished=True)
+        m = free_model(view.jobs, limit, view.slots, unfinished=True)
     else:
-        m = offline_model(view.jobs, view.capacity, view.slots, unfinished=True)
+        m = offline_model(view.jobs, limit, view.slots, unfinished=True)
     m._view = view
     return m
 
@@ -369,7 +453,7 @@ def executed(view: LocalityView, i: int, by_slot: Mapping[int, tuple[Mapping[int
         for h, n in by_slot[t][1].items():
             s[h] += n
         done += view.slot_work(i, w, s, locality)
-        if done >= view.jobs[i].work * (1 - CHECK_TOL) - CHECK_TOL:  # the checker's rule
+        if done >= work_done_threshold(view.jobs[i].work):  # the checker's rule
             return t
     return None
 

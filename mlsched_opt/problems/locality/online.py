@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...clock import progress as report_progress
-from ...tolerances import CHECK_TOL
+from ...tolerances import work_done_threshold
 from ..oasis.prices import PricedPool
 from ..online import arrivals_by_slot
 from .pcilp import (
@@ -119,7 +119,7 @@ def executed_completion(job: LocalityJob, tasks: list[Task],
     for t in sorted(by_slot):
         here = by_slot[t]
         done += job_level_work(job, here) if work_of is None else work_of(here)
-        if done >= job.work * (1 - CHECK_TOL) - CHECK_TOL:  # the checker's rule
+        if done >= work_done_threshold(job.work):  # the checker's rule
             return t
     return None
 

@@ -58,7 +58,7 @@ from ...io.instance import Instance
 from ...report import SolveReport
 from ...solvers import SolveOptions, relaxation
 from ...solvers.highs_lp import highspy_version, use_threads
-from ...tolerances import CHECK_TOL, FIT_TOL
+from ...tolerances import CHECK_TOL, FIT_TOL, capacity_limit, work_done_threshold
 from .formulation import model_size, offline_model
 from .view import OasisView, oasis_view
 
@@ -181,11 +181,11 @@ def job_figures(view: OasisView) -> dict[str, np.ndarray]:
     P = np.zeros(n)
     e = np.full(n, T, dtype=np.int64)
     for k, job in enumerate(view.jobs):
-        # the checker accepts done >= work (1 - tol) - tol; done is an integer and a completion needs a worker
-        w = max(int(np.ceil(job.work * (1 - tol) - tol - FIT_TOL)), 1)
+        # the checker accepts done >= work_done_threshold(work); done is an integer and a completion needs a worker
+        w = max(int(np.ceil(work_done_threshold(job.work) - FIT_TOL)), 1)
         top = job.cap
         if job.ps_max is not None:  # (6) with ps.max PSs, within the checker's tolerance
-            top = min(top, int(np.floor((job.ps_max * job.B * (1 + tol) + tol) / job.b + FIT_TOL)))
+            top = min(top, int(np.floor(capacity_limit(job.ps_max * job.B) / job.b + FIT_TOL)))
         if top < job.lo:
             continue  # no slot can run it: worker-cap / worker-min / ps rules
         runs = -(-w // top)  # fewest running slots
@@ -230,11 +230,10 @@ def window_lp(view: OasisView, deadline: float | None = None) -> WindowLP | None
                                (np.concatenate(chain_rows) if chain_rows else np.zeros(0, np.int64),
                                 np.concatenate(chain_cols) if chain_cols else np.zeros(0, np.int64))),
                               shape=(row, c.size))
-    tol = CHECK_TOL
     # (coefficient per job, right-hand side per slot) of every pool and resource a job uses
     kinds = []
     for slots_of, demand, capacity in ((fig["W"], fig["worker"], view.worker_capacity), (fig["P"], fig["ps"], view.ps_capacity)):
-        per_slot = capacity.sum(axis=0) * (1 + tol) + capacity.shape[0] * tol
+        per_slot = capacity_limit(capacity).sum(axis=0)   # the checker's limit of every server
         for r in range(len(view.resources)):
             coef = slots_of * demand[:, r]
             if np.any(coef[live] > 0):

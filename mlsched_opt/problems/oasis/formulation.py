@@ -7,8 +7,11 @@ binary:
 * ``sum_t u[i, t] = x[i]``                      (admitted jobs complete exactly once)
 * ``sum_h y[i, h, t] <= cap_i sum_{t' >= t} u[i, t']``  (no workers after completion; worker cap (3))
 * ``sum_h y[i, h, t] >= u[i, t]``               (the completion slot really runs workers (8))
-* ``sum_{h, t} y[i, h, t] >= ceil(E N rho) x[i]``   (enough work (2); y is integer)
+* ``sum_{h, t} y[i, h, t] >= W_i x[i]``   (enough work (2); y is integer; ``W_i`` = :func:`worker_slots_needed`:
+  the fewest whole worker-slots the checker's "work" rule accepts)
 * capacity (4)/(5) per server, resource and slot; ``b sum_h y <= B sum_k z`` (6); ``sum_k z <= sum_h y`` (7);
+  the right-hand sides of (4)-(6) are the checker's limits (:func:`.tolerances.capacity_limit`:
+  ``cap (1 + CHECK_TOL) + CHECK_TOL``), so the model accepts exactly the counts the checker accepts;
   variables exist only from the arrival slot on (9)/(10) and on servers the job may use.
 * the instance's size ranges (:mod:`.view`, our reading): ``sum_k z <= ps.max``, and for a job with
   ``lo > 1`` or ``ps.min > 1`` a binary ``v[i, t]`` (runs in slot t) with
@@ -22,6 +25,8 @@ workers: a solution may not leave workers after ``t`` with ``u = 1`` (second row
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +35,7 @@ import pyomo.environ as pyo
 
 from ...errors import InstanceError
 from ...io.instance import Instance
+from ...tolerances import capacity_limit, work_done_threshold
 from .online import SlotRun
 from .view import OasisJob, OasisView, TaskCounts, fit_counts, oasis_view
 
@@ -37,14 +43,56 @@ from .view import OasisJob, OasisView, TaskCounts, fit_counts, oasis_view
 MAX_VARIABLES = 2_000_000
 
 
+def worker_slots_needed(job: OasisJob) -> int:
+    """Fewest whole worker-slots of ``job`` the checker accepts as its work (2), for the exact model.
+
+    The checker counts a job's integer worker-slots ``done`` and accepts ``done >=
+    work_done_threshold(work)`` (the shared formula and tolerance), so the least integer is the
+    exact ceiling of that float: no rounding guard, which would only ever demand a worker-slot
+    more (``ceil(work - 1e-9)`` was 3 for ``work = 2.0000005`` where the checker accepts 2).  At least
+    one for any work: a completion needs a worker in its slot (the checker scores only a job that ran),
+    which ``runs_at_completion`` asks anyway.  (:attr:`.view.OasisJob.work_slots`, which the OASiS
+    heuristics plan with, may be one more: a restriction of theirs, never the exact model's.)
+    """
+    return max(math.ceil(work_done_threshold(job.work)), 1 if job.work > 0 else 0)
+
+
 def _task_bound(job: OasisJob, capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    return np.minimum(fit_counts(capacity, demand), job.hi if job.runnable else 0)
+    """Most tasks of ``demand`` per server within the load the checker accepts (:func:`capacity_limit`)."""
+    return np.minimum(fit_counts(capacity_limit(capacity), demand), job.hi if job.runnable else 0)
+
+
+def exact_jobs(view: OasisView) -> list[OasisJob]:
+    """The view's jobs with ``fit`` (hence ``hi`` and ``runnable``) recomputed on the checker's capacity
+    limits (:func:`capacity_limit`): the view's ``fit`` counts the workers within the strict capacity, a
+    restriction the heuristics may keep but the exact model must not (it would lose accepted counts)."""
+    limit = capacity_limit(view.worker_capacity)
+    out = []
+    for job in view.jobs:
+        fit = None if not (job.worker > 0).any() else int(np.sum(np.where(job.worker_ok, fit_counts(limit, job.worker), 0)))
+        out.append(dataclasses.replace(job, fit=fit))
+    return out
+
+
+def _cover_needs_tolerance(job: OasisJob) -> bool:
+    """Whether some worker count ``Y <= hi`` has a PS count ``Z`` the checker's bandwidth rule
+    (``b Y <= capacity_limit(B Z)``) accepts but ``b Y <= B Z`` does not: only then does the exact model
+    need the tolerant row (its coefficient ``B (1 + CHECK_TOL)`` is seldom a short decimal)."""
+    if job.B <= 0:
+        return True
+    for y in range(1, max(job.hi, 0) + 1):
+        z = math.ceil(job.b * y / job.B)   # least Z with b Y <= B Z, up to rounding: test its neighbours
+        for zz in (z - 2, z - 1, z):
+            if zz >= 0 and (job.b * y <= capacity_limit(job.B * zz)) != (job.b * y <= job.B * zz):
+                return True
+    return False
 
 
 def _bounds(view: OasisView) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Most workers per worker server and PSs per PS server of every job (0: no variable)."""
-    return ({j.index: _task_bound(j, view.worker_capacity, j.worker) * j.worker_ok for j in view.jobs},
-            {j.index: _task_bound(j, view.ps_capacity, j.ps) * j.ps_ok for j in view.jobs})
+    jobs = exact_jobs(view)
+    return ({j.index: _task_bound(j, view.worker_capacity, j.worker) * j.worker_ok for j in jobs},
+            {j.index: _task_bound(j, view.ps_capacity, j.ps) * j.ps_ok for j in jobs})
 
 
 def model_size(view: OasisView, wbound: dict[int, np.ndarray] | None = None, pbound: dict[int, np.ndarray] | None = None) -> int:
@@ -63,7 +111,7 @@ def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel
     """The time-expanded MILP of the module docstring."""
     T = view.slots
     m = pyo.ConcreteModel(name="oasis_offline")
-    jobs = {j.index: j for j in view.jobs}
+    jobs = {j.index: j for j in exact_jobs(view)}
     wbound, pbound = _bounds(view)
     size = model_size(view, wbound, pbound)
     if size > MAX_VARIABLES:
@@ -88,7 +136,7 @@ def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel
     m.utility = pyo.Objective(expr=sum(float(jobs[i].value(t)) * m.u[i, t] for i, t in U), sense=pyo.maximize)
     m.complete_once = pyo.Constraint(list(jobs), rule=lambda m, i: sum(m.u[i, t] for t in range(jobs[i].arrival, T)) == m.x[i])
     m.work = pyo.Constraint(list(jobs), rule=lambda m, i: sum(workers.get((i, t), 0) for t in range(jobs[i].arrival, T))
-                            >= jobs[i].work_slots * m.x[i])
+                            >= worker_slots_needed(jobs[i]) * m.x[i])
 
     def before_completion(m, i, t):
         y = workers.get((i, t))
@@ -102,12 +150,18 @@ def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel
 
     def cover(m, i, t):
         y = workers.get((i, t))
-        return pyo.Constraint.Skip if y is None else jobs[i].b * y <= jobs[i].B * pss.get((i, t), 0)
+        if y is None:
+            return pyo.Constraint.Skip
+        z = pss.get((i, t), 0)
+        # the checker's bandwidth rule b Y <= capacity_limit(B Z); written strictly (b Y <= B Z, a row
+        # CP-SAT can scale to integers) when no integer count tells the two apart
+        return jobs[i].b * y <= (capacity_limit(jobs[i].B * z) if loose_cover[i] else jobs[i].B * z)
 
     def ps_le_workers(m, i, t):
         z = pss.get((i, t))
         return pyo.Constraint.Skip if z is None else z <= workers.get((i, t), 0)
 
+    loose_cover = {i: _cover_needs_tolerance(j) for i, j in jobs.items()}
     m.before_completion = pyo.Constraint(U, rule=before_completion)
     m.runs_at_completion = pyo.Constraint(U, rule=runs_at_completion)
     m.ps_cover = pyo.Constraint(U, rule=cover)
@@ -137,7 +191,7 @@ def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel
             dem = demand_of(jobs[i])
             for r in np.flatnonzero(dem > 0):
                 rows.setdefault((s, int(r), t), []).append(float(dem[r]) * var[i, s, t])
-        return {key: sum(terms) <= float(cap[key[0], key[1]]) for key, terms in sorted(rows.items())}
+        return {key: sum(terms) <= float(capacity_limit(cap[key[0], key[1]])) for key, terms in sorted(rows.items())}
 
     wrows = capacity(m.y, Y, view.worker_capacity, lambda j: j.worker)
     prows = capacity(m.z, Z, view.ps_capacity, lambda j: j.ps)

@@ -32,6 +32,7 @@ from scipy import sparse
 from ...report import relative_gap
 from ...solvers.highs_lp import use_threads
 from ...tolerances import GAP_SLACK, proven_bound
+from .formulation import checker_limits
 from .view import PackingView
 
 TASKS = (("worker", "workers"), ("ps", "ps"))
@@ -117,6 +118,7 @@ def build(view: PackingView, objective: str, jobs: np.ndarray | None = None, ser
     ``multiplicity`` (one per server, from :func:`shape_classes`) makes each server stand for
     that many identical ones, and drops the symmetry rows (they order the servers of a class).
     """
+    view = checker_limits(view)   # capacities: the checker's limits, as in the Pyomo model
     J = np.arange(len(view.jobs)) if jobs is None else np.asarray(jobs, dtype=np.int64)
     S = np.arange(len(view.capacity)) if servers is None else np.asarray(servers, dtype=np.int64)
     mult = np.ones(len(S)) if multiplicity is None else np.asarray(multiplicity, dtype=float)

@@ -26,6 +26,7 @@ from ...io.instance import Instance
 from ...io.solution import plain
 from ...solvers import SolveOptions, SolveReport
 from ...solvers.highs_lp import INF, ArrayLP, highspy_version
+from ...tolerances import core_capacity_limit
 from .inner import Allocation, best_integer
 from .view import SmdView, smd_view
 
@@ -59,7 +60,7 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
         used = [(float(limits[pos[j], rpos[r]]), mm.x[j]) for j in mm.J if limits[pos[j], rpos[r]] > 0]
         if not used:
             return pyo.Constraint.Skip
-        return sum(c * x for c, x in used) <= float(view.capacity[rpos[r]])
+        return sum(c * x for c, x in used) <= float(core_capacity_limit(view.capacity[rpos[r]]))   # the checker's limit
 
     m.capacity = pyo.Constraint(m.R, rule=capacity)
     m._smd_allocations = dict(zip(ids, allocations))
@@ -116,7 +117,8 @@ def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options:
     if left <= 0:
         return _bound_report("time-limit-no-solution", None, solve_options, build_s, 0.0, "no time was left to solve the LP")
     rows = len(view.resources)
-    result = ArrayLP(u[cols], a, np.full(rows, -INF), view.capacity, np.zeros(len(cols)), np.ones(len(cols)),
+    limit = core_capacity_limit(np.asarray(view.capacity, dtype=float))   # the checker's (C1) limits
+    result = ArrayLP(u[cols], a, np.full(rows, -INF), limit, np.zeros(len(cols)), np.ones(len(cols)),
                      maximize=True, time_limit=left).solve()
     solve_s = time.perf_counter() - start - build_s
     # only a proven optimum bounds the integer optimum: a time-limited primal point does not
