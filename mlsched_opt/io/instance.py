@@ -30,6 +30,12 @@ from .files import canonical_json, limits, over_limit, read_document
 from .schema import SchemaViolation, join, load_schema, validate
 
 FORMAT = "mlsched-instance/1"
+#: The smallest magnitude a nonzero number of an instance may have.  No quantity of the format is
+#: meaningful below a billionth of its unit (GPUs, GB, Gbit/s, seconds, samples, slots), and with
+#: every magnitude in [1e-9, 2**53] a quotient of two numbers is at most 1e25 and a product at
+#: least 1e-18: the times, rates and utilities derived from a few of them stay finite and nonzero,
+#: where 5e-324 as a divisor (a demand, a throughput, a delay_scale) overflows them to inf or NaN.
+MIN_MAGNITUDE = 1e-9
 STANDARD_RESOURCES = ("gpu", "cpu", "memory_gb", "bandwidth_gbps", "storage_gb")
 ROLES = ("any", "worker", "ps")
 
@@ -80,14 +86,18 @@ class Utility:
         d = np.asarray(delay, dtype=float) / self.delay_scale
         p = self.params
         if self.kind == "sigmoid":
-            # exp overflow for very late completions is harmless: utility tends to 0
+            # exp overflow for very late completions is harmless: utility tends to 0; a zero decay is
+            # the constant gamma1/2 even for an infinite delay (0 * inf would be NaN)
             with np.errstate(over="ignore"):
-                out = p["gamma1"] / (1.0 + np.exp(p["gamma2"] * (d - p["gamma3"])))
+                exponent = p["gamma2"] * (d - p["gamma3"]) if p["gamma2"] else np.zeros_like(d)
+                out = p["gamma1"] / (1.0 + np.exp(exponent))
         elif self.kind == "linear":
-            out = np.maximum(0.0, p["value"] - p["slope"] * d)
+            out = np.maximum(0.0, p["value"] - p["slope"] * d) if p["slope"] else np.full_like(d, p["value"])
         elif self.kind == "table":
-            # the table is exact at integer delays; a tiny float excess must not push d to the next entry
-            k = np.ceil(np.maximum(d, 0.0) - 1e-9).astype(int)
+            # the table is exact at integer delays; a tiny float excess must not push d to the next entry.
+            # Past the end every delay reads 0: clip before the integer cast, which a delay beyond
+            # 2**63 (a small delay_scale) would otherwise wrap to a negative index
+            k = np.ceil(np.clip(d, 0.0, len(self.values)) - 1e-9).astype(int)
             table = np.append(np.asarray(self.values, dtype=float), 0.0)
             out = table[np.minimum(k, len(self.values))]
         else:
@@ -247,6 +257,7 @@ def from_document(doc: Mapping[str, Any], file: str | None = None, catalog: Cata
         validate(doc, load_schema("instance"))
     except SchemaViolation as exc:
         raise InstanceError(exc.reason, file, exc.path or None) from None
+    _check_magnitudes(doc, file)
     _check_sizes(doc, file)
     servers = _servers(doc["cluster"]["servers"], file)
     needs_catalog = any("model" in j for j in doc["jobs"])
@@ -273,6 +284,21 @@ def from_document(doc: Mapping[str, Any], file: str | None = None, catalog: Cata
         catalog=cat,
         options=dict(doc.get("options", {})),
     )
+
+
+def _check_magnitudes(doc: Mapping[str, Any], file: str | None) -> None:
+    """Refuse a nonzero number below :data:`MIN_MAGNITUDE` in magnitude, naming the field (the
+    problem ``options`` are left to each option's own range)."""
+    stack: list[tuple[Any, str]] = [(v, k) for k, v in reversed(list(doc.items())) if k != "options"]
+    while stack:  # depth first, in file order: the first offending field is the one named
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, join(path, k)) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((value[i], join(path, i)) for i in reversed(range(len(value))))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < abs(value) < MIN_MAGNITUDE:
+            raise InstanceError(f"{value!r} is too small: a nonzero number must be at least {MIN_MAGNITUDE:g} in magnitude "
+                                "(as a divisor, a smaller one overflows the times and rates derived from it)", file, path)
 
 
 def _check_sizes(doc: Mapping[str, Any], file: str | None) -> None:

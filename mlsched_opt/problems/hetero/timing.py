@@ -78,11 +78,13 @@ def _proportional_time(job: HeteroJob, n: np.ndarray, rho: np.ndarray, used: np.
     lo = pi / np.where(x > 0, x, np.inf)  # empty rows get 0 here and inf from the caller
     # floor(Pi rho / X) per worker, then the remaining r < K samples one by one to the worker
     # whose time grows least: the r-th smallest of the candidates (base_c + j) / rho_c (n_c copies
-    # each).  Exact, and no candidate level beyond ceil(rho_max / rho_min) + 1 can be needed.
-    base = np.floor(lo[:, None] * rho * (1 + 1e-12)).astype(np.int64)
+    # each).  Exact, and no candidate level beyond ceil(rho_max / rho_min) + 1 can be needed.  A
+    # class the row does not use gets 0: Pi rho_c / X is no sample count there and may pass int64.
+    base = np.floor(np.where(used, lo[:, None] * rho * (1 + 1e-12), 0.0)).astype(np.int64)
     r = pi - (n * base).sum(axis=1)
     eligible = job.rho[job.rho > 0]
-    levels = int(np.ceil(eligible.max() / eligible.min())) + 2
+    # Pi levels always suffice (fewer than Pi samples remain): rho_max / rho_min alone may be beyond int64
+    levels = int(min(np.ceil(eligible.max() / eligible.min()), pi)) + 2
     binding = ((n > 0) & (job.cap < pi) & (base + levels > capped)).any(axis=1)
     out = _level_time(n, np.broadcast_to(rho, n.shape), base, r, used, levels)
     if binding.any():
@@ -205,11 +207,23 @@ def jct_rows(view: HeteroView, rows: np.ndarray, n: np.ndarray, comm: str = "rin
     return a["iterations"][rows] * (compute + COMM_MODELS[comm](k, constant))
 
 
+#: Most candidates (rows x classes x levels) :func:`_level_time` holds at once; more rows go in chunks.
+LEVEL_BLOCK = 1 << 22
+
+
 def _level_time(n: np.ndarray, rho: np.ndarray, base: np.ndarray, r: np.ndarray, used: np.ndarray, levels: int) -> np.ndarray:
     """The iteration time per row once ``base`` samples per worker are placed and the ``r``
     remaining ones go, one by one, to the worker whose time grows least: the ``r``-th smallest
     candidate ``(base_c + j) / rho_c`` (``n_c`` copies each, ``j`` up to ``levels``), or the floor
     time when nothing remains.  ``rho`` has a row per row of ``n``."""
+    # a candidate at level j > r has at least r smaller ones (its class's levels below it), so r
+    # levels suffice: the candidate table is bounded by the samples left, not by rho_max / rho_min
+    # (a row without workers is refused by the caller; its r = Pi must not size the table)
+    levels = max(1, min(levels, int(np.where(used.any(axis=1), r, 1).max(initial=1))))
+    step = max(1, LEVEL_BLOCK // (n.shape[1] * levels))
+    if len(n) > step:
+        return np.concatenate([_level_time(n[i:i + step], rho[i:i + step], base[i:i + step], r[i:i + step], used[i:i + step], levels)
+                               for i in range(0, len(n), step)])
     j = np.arange(1, levels + 1)
     value = (base[:, :, None] + j) / rho[:, :, None]                          # (M, G, J)
     weight = np.broadcast_to(n[:, :, None], value.shape)
@@ -242,7 +256,7 @@ def _proportional_rows(n: np.ndarray, rho: np.ndarray, cap: np.ndarray, pi: np.n
     capped = np.minimum(cap, pi[:, None])
     x = (n * rho).sum(axis=1)
     lo = pi / np.where(x > 0, x, np.inf)
-    base = np.floor(lo[:, None] * rho * (1 + 1e-12)).astype(np.int64)
+    base = np.floor(np.where(used, lo[:, None] * rho * (1 + 1e-12), 0.0)).astype(np.int64)
     r = pi - (n * base).sum(axis=1)
     # more candidate levels than a row needs only add values above its answer (see _proportional_time)
     binding = ((n > 0) & (cap < pi[:, None]) & (base + levels[:, None] > capped)).any(axis=1)

@@ -24,9 +24,19 @@ from functools import cached_property
 import numpy as np
 
 from ...errors import InstanceError
-from ...io.instance import Instance, Job
+from ...io.instance import MIN_MAGNITUDE, Instance, Job
+from ...io.schema import MAX_NUMBER
 
 NO_CAP = 1 << 40
+#: Most GPUs hetero places (our design): each GPU is a worker with an entry in ``members`` and
+#: in every worker-indexed array, so the count is bounded before anything is expanded.  Far
+#: above any real cluster (the Alibaba trace has 6,212 GPUs; the generator at most 1,024 per server).
+MAX_GPUS = 1_000_000
+#: Throughputs hetero takes, samples/s on one GPU: no GPU trains a trillion samples a second, and
+#: a billionth of a sample a second is no training (the loader's floor).  Within them a JCT
+#: ``T Pi / rho`` (each at most 2**53) stays finite.  The schema holds ``samples_per_s`` to the
+#: same range; this checks the figures taken from the catalog.
+MIN_RATE, MAX_RATE = MIN_MAGNITUDE, 1e12
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,10 @@ class HeteroView:
         the number of candidate sample levels the integer split can need (``timing``)."""
         rho = self.rho()
         eligible = np.where(rho > 0, rho, np.nan)
-        levels = np.ceil(np.nanmax(eligible, axis=1) / np.nanmin(eligible, axis=1)).astype(np.int64) + 2
+        batch = np.array([j.batch for j in self.jobs], dtype=float)
+        # no split needs more levels than Pi (the samples left after the floor split are fewer):
+        # capped before the cast, since rho_max / rho_min may be beyond int64
+        levels = np.minimum(np.ceil(np.nanmax(eligible, axis=1) / np.nanmin(eligible, axis=1)), batch).astype(np.int64) + 2
         return {
             "rho": rho,
             "cap": np.array([j.cap for j in self.jobs], dtype=np.int64).reshape(self.S, self.G),
@@ -117,6 +130,13 @@ def hetero_view(instance: Instance) -> HeteroView:
     """Build the view; names the file and field of anything missing."""
     file = instance.file
     default_bw = instance.inter_server_bandwidth_gbps
+    total = 0.0
+    for s in instance.servers:
+        if s.hosts("worker"):
+            total += s.capacity.get("gpu", 0.0)
+        if total > MAX_GPUS:
+            raise InstanceError(f"problem 'hetero' places at most {MAX_GPUS:,} GPUs (one worker each); the servers up to this one "
+                                f"have {total:,.0f}", file, f"{s.field_path}.capacity.gpu")
     members: dict[WorkerClass, list[str]] = {}
     for s in instance.servers:
         gpus = s.capacity.get("gpu", 0.0)
@@ -157,6 +177,7 @@ def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: 
     if job.worker_demand.get("gpu", 1.0) != 1.0:
         raise InstanceError("problem 'hetero' runs one worker per GPU; set demand.worker.gpu = 1", file, f"{path}.demand.worker.gpu")
     given = spec.get("samples_per_s", {})
+    overrides = instance.document["jobs"][job.index].get("overrides", {})
     rho = np.zeros(len(classes))
     for c, cls in enumerate(classes):
         if job.gpu_models is not None and cls.gpu_model not in job.gpu_models:
@@ -165,6 +186,10 @@ def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: 
             rho[c] = float(given[cls.gpu_model])
         elif job.workload is not None:
             rho[c] = job.workload.throughput_samples_per_s(cls.gpu_model) or 0.0
+            if rho[c] and not MIN_RATE <= rho[c] <= MAX_RATE:  # the file's own figures are held to this by the schema
+                raise InstanceError(f"the catalog model's throughput on {cls.gpu_model} is {rho[c]:g} samples/s, outside "
+                                    f"[{MIN_RATE:g}, {MAX_RATE:g}]; give data_parallel.samples_per_s.{cls.gpu_model}", file,
+                                    f"{path}.overrides.throughput" if "throughput" in overrides else f"{path}.model")
     if not rho.any():
         models = sorted({c.gpu_model for c in classes})
         raise InstanceError(f"no throughput for any GPU model of the cluster ({', '.join(models)}): give data_parallel.samples_per_s "
@@ -181,6 +206,10 @@ def _job(instance: Instance, job: Job, classes: tuple[WorkerClass, ...], total: 
             raise InstanceError("the ring all-reduce term needs each GPU server's link bandwidth (capacity.bandwidth_gbps) "
                                 "or cluster.inter_server_bandwidth_gbps, or data_parallel.comm_s per job", file,
                                 "cluster.inter_server_bandwidth_gbps")
+    if job.global_batch_size * total > MAX_NUMBER:
+        # the integer split counts samples per iteration over up to every GPU in int64 and float64
+        raise InstanceError(f"a global batch of {job.global_batch_size} samples over the cluster's {total} GPUs is beyond "
+                            "2**53 samples per iteration", file, f"{path}.global_batch_size")
     caps = spec.get("max_local_batch", {})
     cap = np.array([caps.get(c.gpu_model, NO_CAP) for c in classes], dtype=np.int64)
     hi = min(job.workers.hi, total)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...errors import InstanceError
 from ...io.instance import Instance, Job, Server, Utility
+from ...io.schema import MAX_NUMBER
 from ...tolerances import FIT_TOL
 
 #: Integer rounding guard for ceil(d rho), ceil(y b/B), floor(c/w) (spec pitfall 11).
@@ -50,6 +51,10 @@ MAX_SLOTS = 100_000
 MAX_CELLS = 50_000_000
 MAX_TASKS = 100_000
 MAX_WORK = 1e15
+#: Largest count :func:`floor` and :func:`ceil` return.  A capacity of 2**53 over a demand of 1e-9
+#: is 9e24 tasks, beyond int64: such a count means "no limit" (every use takes a min with a job's
+#: own cap), so it is clipped here instead of wrapping to a negative integer in the cast.
+MAX_COUNT = float(MAX_NUMBER)
 
 
 @overload
@@ -58,7 +63,7 @@ def ceil(x: float) -> int: ...
 def ceil(x: np.ndarray) -> np.ndarray: ...
 def ceil(x: float | np.ndarray) -> int | np.ndarray:
     """Ceiling that forgives float noise: 4.000000001 -> 4."""
-    out = np.ceil(np.asarray(x, dtype=float) - EPS).astype(int)
+    out = np.ceil(np.clip(np.asarray(x, dtype=float), -MAX_COUNT, MAX_COUNT) - EPS).astype(int)
     return int(out) if out.ndim == 0 else out
 
 
@@ -67,7 +72,7 @@ def floor(x: float) -> int: ...
 @overload
 def floor(x: np.ndarray) -> np.ndarray: ...
 def floor(x: float | np.ndarray) -> int | np.ndarray:
-    out = np.floor(np.asarray(x, dtype=float) + EPS).astype(int)
+    out = np.floor(np.clip(np.asarray(x, dtype=float), -MAX_COUNT, MAX_COUNT) + EPS).astype(int)
     return int(out) if out.ndim == 0 else out
 
 
@@ -106,8 +111,10 @@ class OasisJob:
 
     @property
     def work_slots(self) -> int:
-        """Whole worker-slots needed: (2) with integer worker counts."""
-        return ceil(self.work)
+        """Whole worker-slots needed: (2) with integer worker counts.  At least one for any work:
+        a job whose work is below the rounding guard (a tiny step over a long slot) still has to
+        run to complete, and a job that never runs completes in no slot and earns nothing."""
+        return max(ceil(self.work), 1 if self.work > 0 else 0)
 
     @property
     def min_duration(self) -> int:

@@ -64,7 +64,9 @@ def _place_job(view: PackingView, j: int, residual: np.ndarray, names: list[str]
         servers = np.flatnonzero(view.eligible[task][j])
         if used.any():
             room = np.floor(np.min((trial[np.ix_(servers, np.flatnonzero(used))] + _TOL) / demand[used], axis=1))
-            room = np.maximum(room, 0).astype(np.int64)
+            # no server takes more than the tasks left; the clip also keeps a huge quotient
+            # (capacity 2**53 over a demand of 1e-9) from wrapping in the int64 cast
+            room = np.clip(room, 0, left).astype(np.int64)
         else:
             room = np.full(len(servers), left, dtype=np.int64)  # a task that demands nothing always fits
         before = np.cumsum(room) - room  # tasks the earlier servers take
