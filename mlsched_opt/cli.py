@@ -550,8 +550,8 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
         log.debug("%s: %s in %.3f s", method, sol.report.status, sol.report.wall_s)
         state["phase"] = "the check"
         check = ending.check(sol)
-        # a method that proved its own bound (an oracle's optimum, or its bound when stopped early)
-        # keeps it: the relaxation's would only be weaker
+        # a method that proved its own bound keeps it: an oracle's optimum is its own bound, and its
+        # bound when stopped early is not replaced by a relaxation's (which is not compared with it)
         if with_bound and (check is None or check.feasible) and sol.report.bound is None:
             state["phase"] = "the bound"
             sol = ending.add_bound(sol, dataclasses.replace(solve_options, time_limit=clock.budget()))

@@ -116,6 +116,9 @@ class Watchdog:
             self._lock.acquire()
             self._claimed = True
             self._timer.cancel()
+            for _, saved in self._saved:
+                os.close(saved)
+            self._saved = []
 
 
 def _saved_std_fds() -> list[tuple[int, int]]:

@@ -289,3 +289,50 @@ def json_copy(doc: dict) -> dict:
     import copy
 
     return copy.deepcopy(doc)
+
+
+# --- sizes the views derive from a limit (review of the audit's fixes) -------------------------------
+
+def _bound_is_at_least(problem: str, inst, value: float, options: dict) -> None:
+    family = get_family(problem)
+    report = family.lp_bound(inst, family.resolve_options(inst, options),
+                             SolveOptions(solver="highs", gap=0.0, time_limit=60, threads=1))
+    best = report.bound
+    assert best is not None
+    assert (best <= value + 1e-9) if family.sense(family.resolve_options(inst, options)) == "min" else (best >= value - 1e-9)
+
+
+def test_oasis_ps_max_serves_the_workers_the_checkers_bandwidth_rule_accepts():
+    """ps.max PSs serve as many workers as the checker's bandwidth rule lets them (2 here, where
+    the strict quotient gives 1): the exact optimum and the bound see the checker's 10."""
+    doc = {**OASIS_EDGE, "jobs": [dict(OASIS_EDGE["jobs"][0], ps={"min": 1, "max": 1},
+                                       step={"compute_s": 1.0, "gradient_mb": 62.5, "worker_bandwidth_gbps": 1.0000001,
+                                             "ps_bandwidth_gbps": 2})]}
+    decision = {"admitted": ["1"], "schedule": {"1": [{"slot": 0, "workers": {"worker": 2}, "ps": {"ps": 1}}]}}
+    _exact_equals("oasis", doc, decision, {}, "highs")
+    _bound_is_at_least("oasis", from_document(doc), 10.0, {})
+
+
+@pytest.mark.parametrize("placement", ["free", "with-workers"])
+def test_locality_job_size_counts_the_capacity_the_checker_accepts(placement):
+    """Four workers of one GPU fit a machine of 3.9999995 GPUs for the checker: the job may take four."""
+    job = _job("A", 2_000_000)
+    job["workers"]["max"] = 4
+    doc = locality_doc([job], gpus=3.9999995)
+    decision = {"admitted": ["A"], "schedule": {"A": [{"slot": 0, "workers": {"m": 4}, "ps": {"m": 1}}]}}
+    assert locality_view(from_document(doc)).jobs[0].w_max == 4
+    _exact_equals("locality", doc, decision, {"ps_placement": placement}, "highs")
+    _bound_is_at_least("locality", from_document(doc), 1.0, {"ps_placement": placement})
+
+
+def test_smd_per_job_limit_is_the_checkers():
+    """Rule C2 as the checker reads it: two workers within a GPU limit of 1.9999999."""
+    doc = {"format": "mlsched-instance/1", "name": "smd-c2", "problem": "smd",
+           "cluster": {"servers": [{"name": "cluster", "capacity": {"gpu": 8, "cpu": 24}}]},
+           "jobs": [{"id": "C", "sgd": "async", "demand": {"worker": {"gpu": 1, "cpu": 2}, "ps": {"cpu": 2}},
+                     "limit": {"gpu": 1.9999999, "cpu": 12}, "workers": {"min": 1, "max": 2}, "ps": {"min": 1, "max": 2},
+                     "speed_model": {"theta": [1, 0, 12, 3]},
+                     "utility": {"kind": "sigmoid", "gamma1": 40, "gamma2": 4, "gamma3": 10, "delay_unit": "seconds"}}]}
+    decision = {"admitted": ["C"], "extra": {"allocation": {"C": {"workers": 2, "ps": 2}}}}
+    _exact_equals("smd", doc, decision, {}, "highs")
+    _bound_is_at_least("smd", from_document(doc), float(_accepted("smd", from_document(doc), decision) or 0.0), {})

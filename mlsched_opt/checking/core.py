@@ -15,7 +15,7 @@ import numpy as np
 
 from ..io.instance import Instance, Job
 from ..io.schema import MAX_NUMBER
-from ..tolerances import CHECK_TOL
+from ..tolerances import CHECK_TOL, core_capacity_limit
 
 #: A task count beyond this is no count (and would overflow float arithmetic): the one numeric
 #: bound of the input files.
@@ -111,7 +111,7 @@ class Usage:
     def check(self, result: CheckResult, label: str = "") -> None:
         """Add a ``capacity`` violation for every (server, resource) over its capacity."""
         cap = self.instance.capacity_matrix(self.resources)
-        over = self.amount > cap + CHECK_TOL * np.maximum(1.0, cap)
+        over = self.amount > core_capacity_limit(cap)
         for s, r in zip(*np.nonzero(over)):
             server = self.instance.servers[s].name
             where = f"{label}{server}, {self.resources[r]}"

@@ -358,7 +358,8 @@ class Family:
             if better:
                 note = f"the incumbent's schedule is worth {value:g}, better than its objective variables say ({report.objective:g})"
                 report = dataclasses.replace(report, objective=value, message="; ".join(filter(None, [report.message, note])))
-                report = _beyond_its_bound(report)
+        # what a solver says of its own incumbent and bound is a claim too: never past each other
+        report = _beyond_its_bound(report)
         if solve_options.certify and report.status in ("optimal", "infeasible"):
             solved_s = time.perf_counter()
             report, decision = certify(model, report, decision, solve_options, deadline,

@@ -39,7 +39,7 @@ import numpy as np
 from ...checking.core import CheckResult, read_counts, unknown_jobs
 from ...checking.parts import unread_parts
 from ...io.instance import Instance
-from ...tolerances import CHECK_TOL, DONE_TOL
+from ...tolerances import DONE_TOL, capacity_limit
 from .view import HarmonyView, view_of
 
 #: latest start interval the checker replays (far past any schedule a method makes; keeps times exact in floats)
@@ -228,7 +228,7 @@ class _Replay:
             for r, name in enumerate(view.resources):
                 use = sum(self.w[j].get(m, 0) * view.worker_demand[j, r] + self.p[j].get(m, 0) * view.ps_demand[j, r]
                           for j in jobs)
-                if use > view.capacity[m, r] * (1 + CHECK_TOL) + CHECK_TOL:
+                if use > capacity_limit(view.capacity[m, r]):
                     result.add("capacity", f"interval {k}, {view.servers[m]}, {name}", f"uses {use:g} > capacity {view.capacity[m, r]:g}")
                     over.add(m)
         return over

@@ -41,7 +41,7 @@ import numpy as np
 from ...checking.core import MAX_COUNT, CheckResult, decision_part, job_ids, unknown_jobs
 from ...checking.parts import claim_map, extra_part, unread_parts
 from ...io.instance import Instance
-from ...tolerances import CHECK_TOL
+from ...tolerances import capacity_limit, work_done_threshold
 from .view import LocalityView, locality_view, o3_ps, total_delay
 
 #: the claims of ``extra`` the checker recomputes; the method figures it cannot and ignores
@@ -144,7 +144,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
                                f"workers or PSs after the job's work reached V in slot {completion[i]}")
                 continue
             done += view.sparse_slot_work(i, *per_slot[t], locality=locality)
-            if done >= job.work * (1 - CHECK_TOL) - CHECK_TOL:
+            if done >= work_done_threshold(job.work):
                 completion[i] = t
         if job.id in admitted and i not in completion:
             result.add("work", job.id, f"trains {done:g} samples < the {job.work:g} the job needs within the horizon")
@@ -180,7 +180,7 @@ def _capacity(result: CheckResult, view: LocalityView, t: list[int], h: list[int
     load = np.zeros((len(keys), len(view.resources)))
     np.add.at(load, which, use)                                                                        # in entry (job) order
     host = keys % view.H
-    over = load > view.capacity[host] * (1 + CHECK_TOL) + CHECK_TOL
+    over = load > capacity_limit(view.capacity[host])
     for k, r in zip(*np.nonzero(over)):                                                                # by slot, machine, resource
         result.add("capacity", f"slot {int(keys[k] // view.H)}, {view.servers[host[k]]}, {view.resources[r]}",
                    f"uses {load[k, r]:g} > capacity {view.capacity[host[k], r]:g}")

@@ -41,6 +41,7 @@ import numpy as np
 
 from ...errors import InstanceError
 from ...io.instance import Instance, Job
+from ...tolerances import capacity_limit
 from .pcilp import LocalityJob
 
 LOCALITY = ("job", "pair")
@@ -178,7 +179,8 @@ def _job(instance: Instance, job: Job, resources: list[str], capacity: np.ndarra
     timing = JobTiming(float(step["compute_s"]), 2.0 * gradient_mb * MB_TO_GBIT / b_in, 2.0 * gradient_mb * MB_TO_GBIT / b_ex,
                        int(job.local_batch_size), instance.slot_s)
     alpha = np.array([job.worker_demand.get(r, 0.0) for r in resources], dtype=float)
-    w_max = int(min(job.workers.hi, _cluster_fit(alpha, capacity, job.workers.hi)))
+    # counted on the capacities the checker accepts: a size it accepts is no size the model may lose
+    w_max = int(min(job.workers.hi, _cluster_fit(alpha, capacity_limit(capacity), job.workers.hi)))
     lj = LocalityJob(
         id=job.id, arrival=job.arrival_slot, work=float(job.work["epochs"]) * float(job.work["samples_per_epoch"]),
         q_in=float(timing.rate(timing.comm_in_s)), q_ex=float(timing.rate(timing.comm_ex_s)),

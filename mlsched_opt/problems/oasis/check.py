@@ -31,7 +31,7 @@ import numpy as np
 from ...checking.core import CheckResult, decision_part, job_ids, read_counts, unknown_jobs
 from ...checking.parts import claim_map, extra_part, unread_parts
 from ...io.instance import Instance
-from ...tolerances import CHECK_TOL
+from ...tolerances import capacity_limit, work_done_threshold
 from .view import oasis_view
 
 #: the claims of ``extra`` the checker reads; the method figures it cannot recompute and ignores
@@ -109,7 +109,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
                 result.add("ps-min", where, f"{Z} PSs < ps.min {ijob.ps.lo}")
             if ranged and ijob.ps.hi < Z:
                 result.add("ps-max", where, f"{Z} PSs > ps.max {ijob.ps.hi}")
-            if Y * job.b > Z * job.B * (1 + CHECK_TOL) + CHECK_TOL:
+            if Y * job.b > capacity_limit(Z * job.B):
                 result.add("ps-bandwidth", where, f"{Y} workers x {job.b:g} Gbps > {Z} PSs x {job.B:g} Gbps")
             if Z > Y:
                 result.add("ps-count", where, f"{Z} PSs > {Y} workers")
@@ -122,14 +122,14 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
                 last = t if last is None else max(last, t)
         finished = None
         if job.id in admitted:
-            if done < job.work * (1 - CHECK_TOL) - CHECK_TOL:
+            if done < work_done_threshold(job.work):
                 result.add("work", job.id, f"{done} worker-slots < the {job.work:g} the job needs")
             elif last is not None:
                 objective += float(job.value(last))
                 finished = last
         _completion(result, claimed, job.id, finished)
     for kind, names, cap in (("worker", view.worker_servers, view.worker_capacity), ("ps", view.ps_servers, view.ps_capacity)):
-        over = load[kind] > cap[:, :, None] * (1 + CHECK_TOL) + CHECK_TOL
+        over = load[kind] > capacity_limit(cap[:, :, None])
         for s, r, t in zip(*np.nonzero(over)):
             result.add("capacity", f"slot {t}, {names[s]}, {view.resources[r]}", f"uses {load[kind][s, r, t]:g} > capacity {cap[s, r]:g}")
     result.objective = objective

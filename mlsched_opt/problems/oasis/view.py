@@ -35,7 +35,7 @@ import numpy as np
 from ...errors import InstanceError
 from ...io.instance import Instance, Job, Server, Utility
 from ...io.schema import MAX_NUMBER
-from ...tolerances import FIT_TOL
+from ...tolerances import FIT_TOL, capacity_limit
 
 #: Integer rounding guard for ceil(d rho), ceil(y b/B), floor(c/w) (spec pitfall 11).
 EPS = FIT_TOL
@@ -132,7 +132,15 @@ class OasisJob:
         """Most workers the size ranges allow in a slot: the cap, and no more than ``ps.max`` PSs can serve (6)."""
         if self.ps_max is None:
             return self.cap
-        return int(min(self.cap, floor(self.ps_max * self.B / self.b)))
+        # the most workers the checker's bandwidth rule lets ps.max PSs serve (its float test, stepped
+        # from the estimate, so that no rounding of the quotient decides a count)
+        limit = capacity_limit(self.ps_max * self.B)
+        y = floor(limit / self.b)
+        while y > 0 and y * self.b > limit:
+            y -= 1
+        while (y + 1) * self.b <= limit and y < self.cap:
+            y += 1
+        return int(min(self.cap, y))
 
     @property
     def hi(self) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 from ...checking.core import CheckResult, admitted_jobs, unknown_jobs
 from ...checking.parts import claim_map, extra_part, unread_parts
 from ...io.instance import Instance
-from ...tolerances import CHECK_TOL
+from ...tolerances import core_capacity_limit
 from .view import SmdJob, SmdView, smd_view
 
 
@@ -50,7 +50,7 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     _limits(result, view, sized)
     reserved = view.limits()[[job.index for job in admitted]].sum(axis=0)
     for k, r in enumerate(view.resources):
-        if reserved[k] > view.capacity[k] + CHECK_TOL * max(1.0, view.capacity[k]):
+        if reserved[k] > core_capacity_limit(view.capacity[k]):
             result.add("capacity", r, f"admitted limits reserve {reserved[k]:g} > cluster capacity {view.capacity[k]:g}")
     result.objective = float(sum(instance.jobs[job.index].weight * float(job.utility(job.completion_time(w, p)))
                                  for job, w, p in sized))
@@ -90,7 +90,7 @@ def _limits(result: CheckResult, view: SmdView, sized: list[tuple[SmdJob, int, i
     limit = np.array([x[0].limit for x in sized])
     with np.errstate(over="ignore", invalid="ignore"):
         use = w * worker + p * ps
-    over = use > limit + CHECK_TOL * np.maximum(1.0, limit)
+    over = use > core_capacity_limit(limit)
     for i, k in zip(*np.nonzero(over)):
         job, wi, pi = sized[i]
         result.add("limit", f"{job.id}, {view.resources[k]}",

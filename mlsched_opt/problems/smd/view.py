@@ -32,6 +32,7 @@ import numpy as np
 
 from ...errors import InstanceError
 from ...io.instance import Instance, Job, Utility
+from ...tolerances import core_capacity_limit
 from .layered import iteration_timing
 
 #: Overlap override choices (``instance`` keeps each job's own ``speed_model.overlap``).
@@ -81,7 +82,8 @@ class SmdJob:
         w = np.asarray(w)
         p = np.asarray(p)
         use = w[..., None] * self.worker + p[..., None] * self.ps
-        ok = np.all(use <= self.limit * (1 + 1e-9) + 1e-9, axis=-1)
+        # the checker's (C2) rule, so that the exact enumeration accepts exactly what it accepts
+        ok = np.all(use <= core_capacity_limit(self.limit), axis=-1)
         ok &= (w >= self.w_range[0]) & (w <= self.w_range[1]) & (p >= self.p_range[0]) & (p <= self.p_range[1])
         return bool(ok) if np.ndim(ok) == 0 else ok
 
@@ -93,7 +95,7 @@ class SmdJob:
         """Integer bounds on ``w`` and ``p`` implied by the ranges and the limit."""
         w_hi, p_hi = self.w_range[1], self.p_range[1]
         for k in range(len(self.limit)):
-            room = self.limit[k]
+            room = core_capacity_limit(float(self.limit[k]))
             if self.worker[k] > 0:
                 w_hi = min(w_hi, int(np.floor((room - self.ps[k] * self.p_range[0]) / self.worker[k] + 1e-9)))
             if self.ps[k] > 0:
