@@ -48,7 +48,7 @@ def work_done_threshold(work: float) -> float:
     The checkers' "work" rule (a job is done once ``done >= work_done_threshold(work)``), written
     once: an exact model's completion requirement, a simulator's completion test and a bound's work
     figure are derived from it, so that the model accepts exactly the work the checker accepts.
-    Evaluated in the same operations as the checkers' inline form, so it is the same float.
+    The checkers call it, so model and checker read one rule.
     """
     return work * (1 - CHECK_TOL) - CHECK_TOL
 
@@ -59,9 +59,8 @@ def capacity_limit(cap: Any) -> Any:
     Their capacity rule (a load is over once ``load > capacity_limit(cap)``; OASiS's PS-bandwidth
     rule ``Y b <= capacity_limit(Z B)`` too), written once: the exact models of those families take it
     as their capacity right-hand side (and their relaxations and bounds as their capacity), so that
-    the model accepts exactly the integer task counts the checker accepts.  Evaluated in the same
-    operations as the checkers' inline form, so it is the same float; ``cap`` may be a float, a NumPy
-    array or a linear (Pyomo) expression.
+    the model accepts exactly the integer task counts the checker accepts.  The checkers call it, so
+    both read one rule; ``cap`` may be a float, a NumPy array or a linear (Pyomo) expression.
     """
     return cap * (1 + CHECK_TOL) + CHECK_TOL
 
@@ -70,8 +69,8 @@ def core_capacity_limit(cap: Any) -> Any:
     """The largest load the packing and SMD checkers accept on capacity ``cap``: ``cap + CHECK_TOL max(1, cap)``.
 
     The rule of :meth:`mlsched_opt.checking.core.Usage.check` (packing) and of the SMD checker's
-    cluster capacity (C1), written once, as :func:`capacity_limit` is for the other families.
-    ``cap`` may be a float or a NumPy array (elementwise ``max``), evaluated as the checkers do.
+    cluster capacity (C1) and per-job limits (C2), written once, as :func:`capacity_limit` is for the
+    other families; the checkers call it.  ``cap`` may be a float or a NumPy array (elementwise ``max``).
     """
     if isinstance(cap, (int, float)):
         return cap + CHECK_TOL * max(1.0, cap)
