@@ -26,7 +26,7 @@ from ..io.instance import Instance, check_model_size
 from ..io.schema import MAX_NUMBER
 from ..io.solution import Solution
 from ..solvers import SolveOptions, SolveReport, relaxation, solve
-from ..solvers.certify import certify
+from ..solvers.certify import better, certify
 from ..tolerances import SAME_VALUE_TOL
 
 Decision = dict[str, Any]
@@ -105,16 +105,13 @@ class Option:
         return f"{lo}{kind}{hi}"
 
 
-def _beyond_its_bound(report: SolveReport) -> SolveReport:
+def _beyond_its_bound(report: SolveReport, gap: float) -> SolveReport:
     """``report`` unchanged, unless its (rescored) objective is better than the model's proven
-    bound: then the model does not define the problem the checker accepts on this instance (its
-    optimum is beaten by a decision the checker accepts), so its bound proves nothing and its
-    "optimal" is not ours to print."""
-    if report.objective is None or report.bound is None:
-        return report
-    scale = SAME_VALUE_TOL * max(1.0, abs(report.bound))
-    beyond = report.objective < report.bound - scale if report.sense == "min" else report.objective > report.bound + scale
-    if not beyond:
+    bound beyond the solvers' accuracy (:func:`~mlsched_opt.solvers.certify.better`, compare's rule):
+    then the model does not define the problem the checker accepts on this instance (its optimum is
+    beaten by a decision the checker accepts), so its bound proves nothing and its "optimal" is not
+    ours to print."""
+    if report.objective is None or report.bound is None or not better(report.objective, report.bound, report.sense, gap):
         return report
     note = (f"the checker's value {report.objective:g} beats the model's bound {report.bound:g}: the exact model and the "
             f"checker disagree on this instance, so nothing is proven (a defect; please report it)")
@@ -353,13 +350,13 @@ class Family:
         decision = self.decision_from_model(instance, options, model) if report.has_solution else None
         if decision is not None and self.rescore is not None and report.objective is not None:
             value = self.rescore(instance, options, decision)
-            better = (value < report.objective - SAME_VALUE_TOL if report.sense == "min"
-                      else value > report.objective + SAME_VALUE_TOL)
-            if better:
+            improved = (value < report.objective - SAME_VALUE_TOL if report.sense == "min"
+                        else value > report.objective + SAME_VALUE_TOL)
+            if improved:
                 note = f"the incumbent's schedule is worth {value:g}, better than its objective variables say ({report.objective:g})"
                 report = dataclasses.replace(report, objective=value, message="; ".join(filter(None, [report.message, note])))
         # what a solver says of its own incumbent and bound is a claim too: never past each other
-        report = _beyond_its_bound(report)
+        report = _beyond_its_bound(report, solve_options.gap)
         if solve_options.certify and report.status in ("optimal", "infeasible"):
             solved_s = time.perf_counter()
             report, decision = certify(model, report, decision, solve_options, deadline,
