@@ -50,7 +50,7 @@ from .methods import (
     standalone_bound,
 )
 from .trace import OPTIONS as TRACE_OPTIONS, from_trace
-from .train import TRAIN_OPTIONS
+from .train_options import TRAIN_OPTIONS
 from .view import MAX_INTERVALS
 from .world import WORLDS
 
