@@ -484,6 +484,8 @@ def test_every_family_has_the_same_modules_for_the_same_roles(family):
     ("mlsched_opt.io", ("mlsched_opt.solvers", "mlsched_opt.checking", "mlsched_opt.problems")),
     ("mlsched_opt.checking", ("mlsched_opt.solvers", "mlsched_opt.problems")),
     ("mlsched_opt.solvers", ("mlsched_opt.checking", "mlsched_opt.problems")),
+    # every command imports the registry; PyTorch (the rl extra) is for drl and train alone
+    ("mlsched_opt.cli, mlsched_opt.problems", ("torch", "gymnasium")),
 ])
 def test_layers_import_only_downwards(module, below):
     """io < checking, solvers < problems: a layer never imports one above it (a fresh interpreter)."""
