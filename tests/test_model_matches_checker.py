@@ -69,12 +69,14 @@ def _accepted(problem: str, inst, decision: dict, options: dict | None = None) -
     return result.objective if result.feasible else None
 
 
-def _exact_equals(problem: str, doc: dict, decision: dict, options: dict, solver: str) -> None:
-    """The exact optimum (``solver``) is the objective of ``decision``, which the checker accepts, and the
-    exact answer passes the checker at that objective."""
+def _exact_equals(problem: str, doc: dict, decision: dict, options: dict, solver: str, expected: float | None = None) -> None:
+    """The exact optimum (``solver``) is the objective of ``decision``, which the checker accepts (at
+    ``expected`` when given), and the exact answer passes the checker at that objective."""
     inst = from_document(doc)
     best = _accepted(problem, inst, decision, options)
     assert best is not None, "the checker rejects the hand-written decision"
+    if expected is not None:
+        assert best == pytest.approx(expected)
     exact = get_family(problem).run(inst, "exact", SolveOptions(solver=solver, gap=0.0, time_limit=60, threads=1), options)
     assert exact.report.status == "optimal", (solver, exact.report.status, exact.report.message)
     assert exact.report.objective == pytest.approx(best, abs=1e-6), (solver, exact.report.objective, best)
@@ -82,22 +84,6 @@ def _exact_equals(problem: str, doc: dict, decision: dict, options: dict, solver
     verdict = check_solution(inst, exact, options=options)
     assert verdict.feasible, verdict.violations
     assert verdict.objective == pytest.approx(best, abs=1e-6)
-
-
-# --- locality --------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("placement", ["free", "with-workers"])
-def test_locality_two_jobs_optimum_is_the_checkers_12(solver, placement):
-    inst = from_document(LO_EDGE2)
-    assert _accepted("locality", inst, LO_EDGE2_BEST) == pytest.approx(12.0)
-    _exact_equals("locality", LO_EDGE2, LO_EDGE2_BEST, {"ps_placement": placement}, solver)
-
-
-@pytest.mark.parametrize("solver", SOLVERS)
-def test_locality_one_job_finishes_in_its_first_slot(solver):
-    assert _accepted("locality", from_document(LO_EDGE), LO_EDGE_BEST) == pytest.approx(1.0)
-    _exact_equals("locality", LO_EDGE, LO_EDGE_BEST, {}, solver)
 
 
 def test_locality_edge_is_below_v_but_within_the_checkers_tolerance():
@@ -128,13 +114,6 @@ def test_completion_rows_accept_exactly_the_checkers_work(work, per_in, ratio, s
 
 def _oasis_decision(workers: int) -> dict:
     return {"admitted": ["1"], "schedule": {"1": [{"slot": 0, "workers": {"worker": workers}, "ps": {"ps": 1}}]}}
-
-
-@pytest.mark.parametrize("solver", SOLVERS)
-def test_oasis_optimum_is_the_checkers_10(solver):
-    inst = from_document(OASIS_EDGE)
-    assert _accepted("oasis", inst, _oasis_decision(2)) == pytest.approx(10.0)
-    _exact_equals("oasis", OASIS_EDGE, _oasis_decision(2), {}, solver)
 
 
 def test_oasis_needs_exactly_the_worker_slots_the_checker_accepts():
@@ -209,28 +188,6 @@ HARMONY_CAP = {"format": "mlsched-instance/1", "name": "harmony-cap", "problem":
 LO_CAP = locality_doc([{**_job("j0", 1200001), "demand": {"worker": {"gpu": 1, "cpu": 8.000004}, "ps": {"cpu": 2}}}], gpus=4)
 LO_CAP["cluster"]["servers"][0]["capacity"]["cpu"] = 18
 LO_CAP_BEST = LO_EDGE_BEST
-
-
-@pytest.mark.parametrize("solver", SOLVERS)
-def test_oasis_capacity_optimum_is_the_checkers_10(solver):
-    inst = from_document(OASIS_CAP)
-    assert _accepted("oasis", inst, OASIS_CAP_BEST) == pytest.approx(10.0)
-    _exact_equals("oasis", OASIS_CAP, OASIS_CAP_BEST, {}, solver)
-
-
-@pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("placement", ["free", "with-workers"])
-def test_locality_capacity_optimum_is_the_checkers_1(solver, placement):
-    inst = from_document(LO_CAP)
-    assert _accepted("locality", inst, LO_CAP_BEST) == pytest.approx(1.0)
-    _exact_equals("locality", LO_CAP, LO_CAP_BEST, {"ps_placement": placement}, solver)
-
-
-@pytest.mark.parametrize("solver", SOLVERS)
-def test_packing_capacity_optimum_is_the_checkers_5(solver):
-    inst = from_document(PACKING_CAP)
-    assert _accepted("packing", inst, PACKING_CAP_BEST) == pytest.approx(5.0)
-    _exact_equals("packing", PACKING_CAP, PACKING_CAP_BEST, {}, solver)
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -336,3 +293,26 @@ def test_smd_per_job_limit_is_the_checkers():
     decision = {"admitted": ["C"], "extra": {"allocation": {"C": {"workers": 2, "ps": 2}}}}
     _exact_equals("smd", doc, decision, {}, "highs")
     _bound_is_at_least("smd", from_document(doc), float(_accepted("smd", from_document(doc), decision) or 0.0), {})
+
+
+# --- the edge instances: each exact optimum is the checker's, on every solver ----------------------
+
+EDGES = {
+    # work: V just above what 2 co-located workers train (locality) / 2.0000005 worker-slots (OASiS)
+    "locality-two-jobs-free": ("locality", LO_EDGE2, LO_EDGE2_BEST, {"ps_placement": "free"}, 12.0),
+    "locality-two-jobs-with-workers": ("locality", LO_EDGE2, LO_EDGE2_BEST, {"ps_placement": "with-workers"}, 12.0),
+    "locality-one-job": ("locality", LO_EDGE, LO_EDGE_BEST, {}, 1.0),
+    "oasis-work": ("oasis", OASIS_EDGE, _oasis_decision(2), {}, 10.0),
+    # capacity: loads within the checker's slack
+    "oasis-capacity": ("oasis", OASIS_CAP, OASIS_CAP_BEST, {}, 10.0),
+    "locality-capacity-free": ("locality", LO_CAP, LO_CAP_BEST, {"ps_placement": "free"}, 1.0),
+    "locality-capacity-with-workers": ("locality", LO_CAP, LO_CAP_BEST, {"ps_placement": "with-workers"}, 1.0),
+    "packing-capacity": ("packing", PACKING_CAP, PACKING_CAP_BEST, {}, 5.0),
+}
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("case", sorted(EDGES))
+def test_the_exact_optimum_is_the_checkers(case, solver):
+    problem, doc, decision, options, expected = EDGES[case]
+    _exact_equals(problem, doc, decision, options, solver, expected)
