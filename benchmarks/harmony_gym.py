@@ -30,7 +30,8 @@ import numpy as np
 
 from mlsched_opt.problems.harmony.baselines import make_heuristic
 from mlsched_opt.problems.harmony.gym_env import HarmonyEnv
-from mlsched_opt.problems.harmony.simulate import DEFER_MAX, simulate
+from mlsched_opt.problems.harmony.options import DEFER_MAX
+from mlsched_opt.problems.harmony.simulate import simulate
 from mlsched_opt.problems.harmony.train import make_trace, trace_seed
 from mlsched_opt.problems.harmony.view import HarmonyView
 

@@ -3,12 +3,10 @@ cores it may use.
 
 Loading, building, translating, solving, the algorithm, the bound, the checker and the writing
 all count.  :class:`CommandClock` hands each phase what is left of the budget (methods treat
-their ``time_limit`` as a deadline and are anytime), and :class:`Watchdog` is the backstop for a
-phase that does not return in time (a model still in Pyomo, a solver that ignores its limit):
-at the deadline it finishes the command with what it has (the answer if there is one, else a
-``time-limit-no-solution`` report) and ends the process.  The watchdog is armed only in a real
-``mlsched`` process, never when :func:`mlsched_opt.cli.main` runs in-process (tests), where
-ending the process would end the caller.
+their ``time_limit`` as a deadline and are anytime, checking it with :func:`past`, which a Ctrl-C
+also trips); the CLI's watchdog (:mod:`mlsched_opt.cli.signals`) is the backstop for a phase that
+does not return in time.  :func:`offer` publishes a method's best answer so far, for whoever must
+end a run early.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 log = logging.getLogger(__name__)
 
@@ -77,62 +75,6 @@ class CommandClock:
         return time.perf_counter() - self.start
 
 
-class Watchdog:
-    """At ``deadline``, call ``finish`` (which prints what the command has and returns its exit
-    code) and end the process, unless the command has :meth:`claim`-ed the output first."""
-
-    def __init__(self, deadline: float, finish: Callable[[], int]):
-        self._finish = finish
-        self._lock = threading.Lock()
-        self._claimed = False
-        self._saved = _saved_std_fds()
-        self._timer = threading.Timer(max(deadline - time.perf_counter(), 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        if not self._lock.acquire(blocking=False):
-            return  # the command is writing its own answer
-        # a solver's log capture (Pyomo's capture_output, as for --verbose) may hold fd 1 and 2 and
-        # sys.stdout at this moment, feeding a reader thread that os._exit would cut off: the
-        # answer goes to where the command's output went when it started
-        for fd, saved in self._saved:
-            os.dup2(saved, fd)
-        if self._saved:
-            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        try:
-            code = self._finish()
-        except BaseException:  # the process ends either way; say why
-            log.exception("could not finish at the time limit")
-            code = 1
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-    def claim(self) -> None:
-        """The command ends itself (with its answer, or an error on its way out); blocks forever if
-        the watchdog already is ending it (it ends the process).  Calling it again is harmless."""
-        if not self._claimed:
-            self._lock.acquire()
-            self._claimed = True
-            self._timer.cancel()
-            for _, saved in self._saved:
-                os.close(saved)
-            self._saved = []
-
-
-def _saved_std_fds() -> list[tuple[int, int]]:
-    """Duplicates of fd 1 and 2 as they are now, when the process's own streams write there."""
-    saved = []
-    for stream, fd in ((sys.__stdout__, 1), (sys.__stderr__, 2)):
-        try:
-            if stream is not None and stream.fileno() == fd:
-                saved.append((fd, os.dup(fd)))
-        except (OSError, ValueError):   # io.UnsupportedOperation is an OSError: no real descriptor
-            pass
-    return saved
-
-
 def usable_cpus() -> int:
     """The cores this process may run on (its affinity mask, which ``taskset`` or a container's
     cpuset narrows; a CPU quota such as ``docker --cpus`` does not show here), not the machine's count."""
@@ -156,6 +98,58 @@ def default_threads() -> int:
             raise OptionError(f"must be a whole number of threads, got {raw!r}", field="$MLSCHED_THREADS") from None
         return value
     return usable_cpus()
+
+
+# --- stopping early: the deadline, or the user's Ctrl-C ----------------------------------------
+
+_stop = threading.Event()
+
+
+def request_stop() -> None:
+    """Ask every anytime loop to return its best answer now (the first Ctrl-C of a command)."""
+    _stop.set()
+
+
+def stop_requested() -> bool:
+    return _stop.is_set()
+
+
+def clear_stop() -> None:
+    """A new command starts with no stop requested (commands run one after another in one process
+    in tests and notebooks)."""
+    _stop.clear()
+
+
+def past(deadline: float | None) -> bool:
+    """Whether an anytime loop must return what it has: its ``deadline`` (a ``perf_counter``
+    value; ``None`` for none) has passed, or the user asked the run to stop (Ctrl-C).  Every
+    method's deadline check goes through here, so that an interrupt ends a method the way its time
+    limit would, with its best answer so far."""
+    return _stop.is_set() or (deadline is not None and time.perf_counter() > deadline)
+
+
+# --- the run in progress: what a method has found so far --------------------------------------
+
+_incumbent_listeners: list[Callable[[Any, Any], None]] = []
+
+
+def offer(report: Any, decision: Any) -> None:
+    """A method's best answer so far (a :class:`~mlsched_opt.report.SolveReport` and its decision),
+    for whoever must end the run early (the watchdog at the time limit, a Ctrl-C): an exact method
+    offers its heuristic start and every improvement, so a run cut off in a solver's native code
+    still has an answer.  Nearly free when no one listens."""
+    if _incumbent_listeners:
+        _incumbent_listeners[-1](report, decision)
+
+
+@contextmanager
+def watching(listener: Callable[[Any, Any], None]) -> Iterator[None]:
+    """Receive :func:`offer`-ed answers while the block runs (the innermost listener gets them)."""
+    _incumbent_listeners.append(listener)
+    try:
+        yield
+    finally:
+        _incumbent_listeners.remove(listener)
 
 
 # --- progress of a long run --------------------------------------------------------------------

@@ -40,5 +40,12 @@ class OptionError(UserError):
     """A command-line or problem option is invalid."""
 
 
+class ModelTooLarge(OptionError):
+    """A model (the exact formulation, its relaxation, an export) that a size limit refuses to build.
+
+    An anytime exact method answers without it (its quick start and a bound); ``export`` reports it
+    as a user error (exit 2)."""
+
+
 class SolverUnavailable(UserError):
     """The requested solver is not installed on this machine."""

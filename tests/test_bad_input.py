@@ -502,15 +502,19 @@ def test_sizes_beyond_a_limit_name_the_field_and_the_limit(case, tmp_path, run):
 
 def test_a_slotted_model_beyond_the_cells_limit_is_refused_when_built_not_when_read(tmp_path, run):
     """Loading keeps no servers x jobs x slots table (the approximations are sparse); the exact
-    model, its LP relaxation and its export do, so they are refused there, naming the limit."""
+    model and its export do: the export is refused there, naming the limit, and the anytime exact
+    method answers without it (its quick start, checked), saying why."""
     path = _demo_json(tmp_path, lambda d: (d.__setitem__("time", {"slots": 9_000}),
                                            d["cluster"]["servers"][0].__setitem__("count", 500)))
     assert run("validate", path)[0] == 0
-    for args in (("solve", path, "--method", "exact"), ("export", path, "-o", str(tmp_path / "m.lp"))):
-        code, out, err = run(*args)
-        assert code == 2 and "over the limit cells=" in err and "--limit cells=N" in err, err
-        assert err.count("\n") == 1 and not out
+    code, out, err = run("export", path, "-o", str(tmp_path / "m.lp"))
+    assert code == 2 and "over the limit cells=" in err and "--limit cells=N" in err, err
+    assert err.count("\n") == 1 and not out
     assert not (tmp_path / "m.lp").exists()
+    code, out, err = run("solve", path, "--method", "exact", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "feasible" and doc["check"]["feasible"], out + err
+    assert "the full model is not built" in doc["message"] and "over the limit cells=" in doc["message"]
 
 def test_limits_are_raised_by_option_or_environment_for_one_command(tmp_path, run, monkeypatch):
     path = _demo_json(tmp_path, lambda d: d["cluster"]["servers"][0].__setitem__("count", 30))

@@ -309,22 +309,24 @@ def test_export_says_what_it_writes(run, tmp_path):
 def test_shorthand_flags_come_from_the_declarations(run):
     import click
 
-    from mlsched_opt import cli
+    from mlsched_opt.cli import params
+    from mlsched_opt.cli.solve import solve
     from mlsched_opt.problems import REGISTRY, Option
     from mlsched_opt.problems.base import Family
 
     declared = {o.flag for fam in REGISTRY.values() for o in fam.options if o.flag}
     assert declared >= {"--samples", "--epsilon", "--attempts", "--model"}
-    with click.Context(cli.solve) as ctx:
-        flags = {opt for p in cli.solve.get_params(ctx) for opt in p.opts}
+    with click.Context(solve) as ctx:
+        flags = {opt for p in solve.get_params(ctx) for opt in p.opts}
     assert declared <= flags
-    source = (ROOT / "mlsched_opt" / "cli.py").read_text()
-    assert not any(f'"{flag}"' in source for flag in declared)  # no hard-coded family option
+    for module in (ROOT / "mlsched_opt" / "cli").glob("*.py"):
+        source = module.read_text()
+        assert not any(f'"{flag}"' in source for flag in declared), module  # no hard-coded family option
     # a family declaring a new flag gets a solve option, with its help and domain
     fake = Family(**{**{f: getattr(REGISTRY["packing"], f) for f in ("name", "summary", "build_model", "decision_from_model",
                                                                         "check", "sense", "generate")},
                      "name": "fake", "options": (Option("knob", 3, None, "how hard to try", minimum=1, maximum=9, flag="--knob"),)})
-    (opt,) = cli._shorthand_options({"fake": fake})
+    (opt,) = params.shorthand_options({"fake": fake})
     assert opt.opts == ["--knob"] and "how hard to try" in opt.help and "1 <= int <= 9" in opt.help
     # a shorthand the instance's family does not declare, or out of its range, is refused naming the flag
     code, _, err = run("solve", DEMO, "--samples", "3")

@@ -100,7 +100,7 @@ def _stalled(tmp_path, name, *args):
 def test_the_watchdog_ends_a_stalled_solve_with_no_solution_and_writes_the_report(tmp_path):
     out = tmp_path / "sol.json"
     done = _stalled(tmp_path, "run", "solve", DEMO, "--method", "exact", "--time-limit", "12", "--out", out)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # no answer at the limit: its own exit code
     assert "time-limit-no-solution" in done.stdout
     assert "stopped at the command's time limit (12 s) in --method exact" in done.stdout
     report = json.loads(out.read_text())["report"]
@@ -120,7 +120,7 @@ def test_the_watchdogs_answer_is_printed_while_a_solver_log_capture_holds_the_ou
                 time.sleep(600)
         base.Family.run = stall
     """, "-v", "solve", DEMO, "--method", "exact", "--time-limit", "12", "--json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     doc = json.loads(done.stdout)
     assert doc["status"] == "time-limit-no-solution"
     assert "stopped at the command's time limit (12 s) in --method exact" in doc["message"]

@@ -40,7 +40,7 @@ from mlsched_opt.io import from_document, load_catalog, load_instance, write_doc
 from mlsched_opt.io.instance import Instance
 from mlsched_opt.io.solution import Solution, read_solution
 from mlsched_opt.problems import REGISTRY, GenerateSpec, Option, check_solution
-from mlsched_opt.problems.base import parse_values
+from mlsched_opt.problems.base import parse_values, resolve
 from mlsched_opt.solvers import STATUSES, SolveOptions
 
 from .conftest import ROOT
@@ -475,8 +475,8 @@ def test_every_family_has_the_same_modules_for_the_same_roles(family):
         importlib.import_module(f"{package}.{role}")
     formulation = importlib.import_module(f"{package}.formulation")
     fam = REGISTRY[family]
-    assert fam.build_model is formulation.build_model and fam.decision_from_model is formulation.decision_from_model
-    assert fam.check is importlib.import_module(f"{package}.check").check
+    assert resolve(fam.build_model) is formulation.build_model and resolve(fam.decision_from_model) is formulation.decision_from_model
+    assert resolve(fam.check) is importlib.import_module(f"{package}.check").check
     assert all(isinstance(m.kind, MethodKind) for m in fam.methods.values())
 
 

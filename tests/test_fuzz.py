@@ -359,7 +359,7 @@ def test_fuzz_whole_files(bases, tmp_path):
 
 def test_fuzz_catches_what_it_claims(tmp_path, monkeypatch):
     """The harness can fail: a crash, a hang, a multi-line error and a silent acceptance are each caught."""
-    import mlsched_opt.cli as cli
+    import mlsched_opt.cli.validate as validate
 
     stats = Stats()
     file = tmp_path / "x.json"
@@ -369,7 +369,7 @@ def test_fuzz_catches_what_it_claims(tmp_path, monkeypatch):
     _judge(stats, "t validate a b", "r", Outcome(2, "", f"mlsched: error: {file}: y: z\n"), file, allowed=(0, 2), field_name="x")
     _judge(stats, "t validate a b", "r", Outcome(2, "", f"mlsched: error: {file}: x: z\n"), file, allowed=(0, 2), field_name="x")
     assert len(stats.failures) == 4
-    monkeypatch.setattr(cli, "_load", lambda *a: __import__("time").sleep(5))
+    monkeypatch.setattr(validate, "load", lambda *a: __import__("time").sleep(5))
     assert invoke("validate", file, seconds=1).crash.startswith("hang")
 
 

@@ -14,11 +14,12 @@ from mlsched_opt.checking.core import CheckResult
 from mlsched_opt.cli import main
 from mlsched_opt.io import from_document, load_catalog
 from mlsched_opt.problems import REGISTRY, GenerateSpec
-from mlsched_opt.problems.harmony.baselines import DEFERRING, Standalone, make_heuristic
+from mlsched_opt.problems.harmony.baselines import Standalone, make_heuristic
 from mlsched_opt.problems.harmony.check import check as harmony_check, job_speed
 from mlsched_opt.problems.harmony.exact import standalone_speeds
 from mlsched_opt.problems.harmony.features import interference_now
 from mlsched_opt.problems.harmony.generate import generate
+from mlsched_opt.problems.harmony.options import DEFERRING
 from mlsched_opt.problems.harmony.simulate import Env, place_job, simulate
 from mlsched_opt.problems.harmony.view import view_of
 from mlsched_opt.solvers import SolveOptions

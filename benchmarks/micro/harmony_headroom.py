@@ -31,8 +31,9 @@ import argparse
 import numpy as np
 
 from mlsched_opt.problems.harmony import simulate as sim
-from mlsched_opt.problems.harmony.baselines import DEFERRING, HEURISTICS, make_heuristic
+from mlsched_opt.problems.harmony.baselines import HEURISTICS, make_heuristic
 from mlsched_opt.problems.harmony.exact import standalone_intervals
+from mlsched_opt.problems.harmony.options import DEFERRING
 from mlsched_opt.problems.harmony.train import future_cost, make_trace
 
 D = 20

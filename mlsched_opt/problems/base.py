@@ -8,6 +8,7 @@ through this interface.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import math
 import re
@@ -15,25 +16,66 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pyo
 
 from ..checking.core import CheckResult, run_check
 from ..errors import InstanceError, OptionError
 from ..io.instance import Instance, check_model_size
 from ..io.schema import MAX_NUMBER
 from ..io.solution import Solution
-from ..solvers import SolveOptions, SolveReport, relaxation, solve
-from ..solvers.certify import better, certify
+from ..report import SolveOptions, SolveReport
 from ..tolerances import SAME_VALUE_TOL
+
+if TYPE_CHECKING:  # Pyomo and the solvers load when a model is built or solved, not with the registry
+    import pyomo.environ as pyo
 
 Decision = dict[str, Any]
 #: the solvers that take a start (an incumbent or hints) from a family's heuristic answer
 STARTED_SOLVERS = ("highs", "cpsat")
 #: share of the exact solve's time limit its start may take
 START_SHARE = 0.1
+
+
+class Lazy:
+    """A function named ``"package.module:attribute"``, imported when first called.
+
+    A family's record names its methods, model and bound this way, so that the registry, ``mlsched
+    --help`` and a heuristic that needs no solver import neither Pyomo nor the solvers: each module
+    loads when its function first runs."""
+
+    __slots__ = ("_fn", "target")
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._fn: Callable[..., Any] | None = None
+
+    def load(self) -> Callable[..., Any]:
+        if self._fn is None:
+            module, _, attr = self.target.partition(":")
+            self._fn = getattr(importlib.import_module(module), attr)
+        return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.target!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Lazy, (self.target,))
+
+
+def resolve(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The function itself behind a :class:`Lazy` reference (imported now), or ``fn`` unchanged."""
+    return fn.load() if isinstance(fn, Lazy) else fn
+
+
+def lazy(package: str) -> Callable[[str], Lazy]:
+    """``L = lazy(__name__)`` in a family's ``__init__``; then ``L("methods:ffd")`` names
+    ``<package>.methods.ffd`` without importing it."""
+    return lambda target: Lazy(f"{package}.{target}")
 
 
 @dataclass(frozen=True)
@@ -111,6 +153,8 @@ def _beyond_its_bound(report: SolveReport, gap: float) -> SolveReport:
     then the model does not define the problem the checker accepts on this instance (its optimum is
     beaten by a decision the checker accepts), so its bound proves nothing and its "optimal" is not
     ours to print."""
+    from ..solvers.certify import better
+
     if report.objective is None or report.bound is None or not better(report.objective, report.bound, report.sense, gap):
         return report
     note = (f"the checker's value {report.objective:g} beats the model's bound {report.bound:g}: the exact model and the "
@@ -251,6 +295,9 @@ class Family:
         Optional ``(instance, options, model, seconds) -> note``: sets ``model._start`` to
         (variable, value) pairs of a heuristic answer (a partial one is completed by the solver)
         within ``seconds``, for the exact solve's start (HiGHS ``setSolution``, CP-SAT hints).
+    quick
+        The family's quickest algorithm: ``--method exact`` answers with it first and keeps the
+        better checked answer (:mod:`.anytime`), so an exact solve is anytime at every size.
     """
 
     name: str
@@ -273,12 +320,20 @@ class Family:
     trace: TraceImport | None = None
     start: Callable[[Instance, Mapping[str, Any], pyo.ConcreteModel, float], str] | None = None
     model_cells: Callable[[Instance], int] | None = None
+    quick: str | None = None
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
+        from .anytime import anytime_exact
+
         # a family whose exact method is not its Pyomo model (exhaustive search) lists its own "exact"
         exact = Method("exact", MethodKind.EXACT, self._run_exact, "the exact formulation, solved to proven optimality (--solver, --gap)")
-        object.__setattr__(self, "methods", {m.name: m for m in (exact, *self.algorithms)})
+        methods = {m.name: m for m in (exact, *self.algorithms)}
+        if self.quick is not None and methods["exact"].kind == MethodKind.EXACT:
+            if self.quick not in methods or methods[self.quick].kind in (MethodKind.EXACT, MethodKind.ORACLE):
+                raise ValueError(f"family {self.name}: quick start {self.quick!r} must be one of its algorithms")
+            methods["exact"] = dataclasses.replace(methods["exact"], run=anytime_exact(self, methods["exact"].run))
+        object.__setattr__(self, "methods", methods)
 
     def method(self, name: str) -> Method:
         if name not in self.methods:
@@ -331,6 +386,9 @@ class Family:
         return parse_values(self.generate_options, raw, source, f"the {self.name} generator")
 
     def _run_exact(self, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+        from ..solvers import solve
+        from ..solvers.certify import certify
+
         start = time.perf_counter()
         deadline = start + solve_options.time_limit
         self.check_model_size(instance, "the exact model")
@@ -387,6 +445,8 @@ class Family:
         else the LP relaxation of the exact formulation."""
         if self.relaxation is not None:
             return self.relaxation(instance, options, solve_options)
+        from ..solvers import relaxation
+
         start = time.perf_counter()
         self.check_model_size(instance, "the LP relaxation")
         model = self.build_model(instance, options)

@@ -8,14 +8,29 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-
-import pyomo.environ as pyo
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OptionError
 
 # re-exported: the CLI, the notebooks and most tests take SolveOptions from here
 from ..report import STATUSES, SolveOptions, SolveReport, relative_gap
-from .pyomo_run import Backend, legacy_available, solve, solve_highs, solve_legacy
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+
+    from .pyomo_run import Backend, solve
+
+#: names served by .pyomo_run, which imports Pyomo: loaded when first used, so that importing this
+#: package (for SolveOptions, check_solver) costs nothing a heuristic does not need
+_LAZY = ("Backend", "legacy_available", "solve", "solve_highs", "solve_legacy")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import pyomo_run
+
+        return getattr(pyomo_run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: Solvers wired in directly (SCIP through pyscipopt, the referee of certification).
 NATIVE = ("highs", "cpsat", "scip")
@@ -26,6 +41,8 @@ KNOWN_SOLVERS = NATIVE + OTHER_KNOWN
 
 
 def backend_for(name: str) -> Backend:
+    from .pyomo_run import solve_highs, solve_legacy
+
     if name == "highs":
         return solve_highs
     if name == "cpsat":
@@ -46,6 +63,7 @@ def available_solvers() -> dict[str, str | None]:
     import ortools
     from pyomo.contrib.solver.solvers.highs import Highs
 
+    from .pyomo_run import legacy_available
     from .scip import scip_version
 
     out: dict[str, str | None] = {"highs": ".".join(map(str, Highs().version())), "cpsat": ortools.__version__,  # type: ignore[attr-defined]  # not in ortools' typing
@@ -70,12 +88,18 @@ def check_solver(name: str) -> None:
         return
     if name in NATIVE:
         return
+    from .pyomo_run import legacy_available
+
     if not legacy_available(name):
         raise OptionError(f"solver {name!r} is not installed on this machine", field="--solver")
 
 
 def relaxation(model: pyo.ConcreteModel, options: SolveOptions) -> SolveReport:
     """Solve the LP relaxation of ``model`` (on a copy) with HiGHS; its objective bounds the integer optimum."""
+    import pyomo.environ as pyo
+
+    from .pyomo_run import solve
+
     start = time.perf_counter()
     relaxed = model.clone()
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(relaxed)

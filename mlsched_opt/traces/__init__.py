@@ -105,7 +105,7 @@ def import_instance(source: str, family: Any, data: Path, jobs: int | None, serv
     return doc, spec.notes
 
 
-def _families() -> dict[str, Any]:
+def _families() -> Mapping[str, Any]:
     from ..problems import REGISTRY
 
     return REGISTRY

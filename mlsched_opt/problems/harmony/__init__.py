@@ -31,28 +31,13 @@ of what any deferral rule produces, and ``exact`` already searches start interva
 
 from __future__ import annotations
 
-from ..base import Family, Method, MethodKind, Option, TraceImport
-from .baselines import DEFERRING
-from .check import check
-from .formulation import build_model, decision_from_model
-from .generate import OPTIONS as GENERATE_OPTIONS, generate
-from .methods import (
-    DEFER_MAX,
-    DRL_GUARANTEE,
-    EXACT_GUARANTEE,
-    MYOPIC_GUARANTEE,
-    SURROGATE_GUARANTEE,
-    heuristic,
-    run_drl,
-    run_exact,
-    run_myopic,
-    run_surrogate,
-    standalone_bound,
-)
-from .trace import OPTIONS as TRACE_OPTIONS, from_trace
+from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .options import DEFER_MAX, DEFERRING, DRL_GUARANTEE, EXACT_GUARANTEE, MAX_INTERVALS, MYOPIC_GUARANTEE, SURROGATE_GUARANTEE, WORLDS
+from .trace import OPTIONS as TRACE_OPTIONS
 from .train_options import TRAIN_OPTIONS
-from .view import MAX_INTERVALS
-from .world import WORLDS
+
+L = lazy(__name__)
 
 #: values of the ``starts`` problem option
 STARTS = ("any", "simultaneous")
@@ -67,43 +52,44 @@ def _train(spec):
 FAMILY = Family(
     name="harmony",
     summary="interference-aware placement of PS/all-reduce jobs arriving over intervals, min average JCT (Harmony, deep RL)",
-    build_model=build_model,
-    decision_from_model=decision_from_model,
-    check=check,
+    build_model=L("formulation:build_model"),
+    decision_from_model=L("formulation:decision_from_model"),
+    check=L("check:check"),
     sense=lambda options: "min",
-    generate=generate,
+    generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
     # the surrogate's LP relaxation bounds nothing in the true world; the bound is every job alone
-    relaxation=standalone_bound,
+    relaxation=L("methods:standalone_bound"),
     bound_label="standalone (bound)",
     train=_train,
     train_options=TRAIN_OPTIONS,
     algorithms=(
-        Method("exact", MethodKind.ORACLE, run_exact,
+        Method("exact", MethodKind.ORACLE, L("methods:run_exact"),
                "exhaustive search of a static batch in the true world: placements and start intervals "
                "(server symmetry, proven delay bound)",
                guarantee=EXACT_GUARANTEE),
-        Method("surrogate", MethodKind.ORACLE, run_surrogate,
+        Method("surrogate", MethodKind.ORACLE, L("methods:run_surrogate"),
                "linearized pairwise-interference MILP (spec 6c, --solver cpsat|highs), scored in the true world",
                guarantee=SURROGATE_GUARANTEE),
-        Method("myopic", MethodKind.HEURISTIC, run_myopic,
+        Method("myopic", MethodKind.HEURISTIC, L("methods:run_myopic"),
                "per interval, the joint placement of up to 3 queued jobs maximizing the sum of normalized speeds",
                guarantee=MYOPIC_GUARANTEE),
-        Method("drl", MethodKind.HEURISTIC, run_drl, "Harmony: the trained actor-critic policy, one task per action, argmax (--model PATH)",
+        Method("drl", MethodKind.HEURISTIC, L("methods:run_drl"),
+               "Harmony: the trained actor-critic policy, one task per action, argmax (--model PATH)",
                guarantee=DRL_GUARANTEE, requires="torch"),
-        Method("load-balance", MethodKind.BASELINE, heuristic("load-balance"),
+        Method("load-balance", MethodKind.BASELINE, L("methods:run_load_balance"),
                "the least-loaded feasible server (Kubernetes/Mesos spreading)"),
-        Method("tetris", MethodKind.BASELINE, heuristic("tetris"), "multi-resource packing by demand/free alignment (Tetris)"),
-        Method("least-interference", MethodKind.BASELINE, heuristic("least-interference"),
+        Method("tetris", MethodKind.BASELINE, L("methods:run_tetris"), "multi-resource packing by demand/free alignment (Tetris)"),
+        Method("least-interference", MethodKind.BASELINE, L("methods:run_least_interference"),
                "LIF-pairwise: least profiled pairwise slowdown"),
-        Method("packing", MethodKind.BASELINE, heuristic("packing"), "bin packing: the fullest server that fits"),
-        Method("standalone", MethodKind.BASELINE, heuristic("standalone"),
+        Method("packing", MethodKind.BASELINE, L("methods:run_packing"), "bin packing: the fullest server that fits"),
+        Method("standalone", MethodKind.BASELINE, L("methods:run_standalone"),
                "standalone-first: a server with no other job, else the least loaded"),
-        Method("random", MethodKind.BASELINE, heuristic("random"), "a random feasible server (seeded)"),
-        Method("least-interference-defer", MethodKind.BASELINE, heuristic("least-interference-defer"),
+        Method("random", MethodKind.BASELINE, L("methods:run_random"), "a random feasible server (seeded)"),
+        Method("least-interference-defer", MethodKind.BASELINE, L("methods:run_least_interference_defer"),
                "least-interference that holds a job back (--set defer=D) while it would run below "
                f"{DEFERRING['least-interference-defer'][1]:g} of its standalone speed or a shorter job queues behind it"),
-        Method("standalone-defer", MethodKind.BASELINE, heuristic("standalone-defer"),
+        Method("standalone-defer", MethodKind.BASELINE, L("methods:run_standalone_defer"),
                "standalone-first that holds a job back (--set defer=D) while it would run below "
                f"{DEFERRING['standalone-defer'][1]:g} of its standalone speed or a shorter job queues behind it"),
     ),
@@ -124,5 +110,5 @@ FAMILY = Family(
                "refuse before simulating when the jobs' standalone runs add up to more scheduling intervals than this",
                minimum=1, maximum=100_000_000),
     ),
-    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
+    trace=TraceImport(("philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
 )

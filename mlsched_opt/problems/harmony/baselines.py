@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .features import interference_now
+from .options import DEFERRING
 from .simulate import Env
 from .world import Jobs, World, cached_per_world, speeds
 
@@ -146,13 +147,6 @@ class Deferring(Delegating):
         own, _ = interference_now(env, j, self.alone, self.inner)
         return 0.0 < own < self.threshold
 
-
-#: deferral variants: (heuristic, threshold on the speed it would run at now, shortest-first ratio)
-#: (tuned on the default world's validation traces, defer=20; the test traces were not looked at)
-DEFERRING = {
-    "least-interference-defer": ("least-interference", 0.7, 1.5),
-    "standalone-defer": ("standalone", 0.6, 1.5),
-}
 
 HEURISTICS = {
     "load-balance": LoadBalance,

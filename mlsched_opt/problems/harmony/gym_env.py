@@ -51,7 +51,8 @@ from gymnasium import spaces
 from .baselines import make_heuristic
 from .exact import standalone_profile
 from .features import context_width, decision_state, server_width
-from .simulate import DEFER_MAX, Ask, Chooser, Env, HarmonyRun, Steps, run_steps
+from .options import DEFER_MAX
+from .simulate import Ask, Chooser, Env, HarmonyRun, Steps, run_steps
 from .view import HarmonyView
 
 #: a trace factory: draws the next episode's trace from the env's generator

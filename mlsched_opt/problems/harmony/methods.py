@@ -16,17 +16,9 @@ from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
 from .exact import Myopic, exhaustive, exhaustive_any, job_options, monotone_world, standalone_speed, static_jct
 from .formulation import build_model, decision_from_model
-from .simulate import DEFER_MAX, Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
-from .view import MAX_INTERVALS, HarmonyView, check_horizon, view_of
-
-EXACT_GUARANTEE = ("exact: the minimum average JCT of a static batch by exhaustion, over every placement and every start "
-                   "interval the checker accepts (starts=any: start vectors with a job at 0 and total delay within the proven "
-                   "bound J*U - sum of shortest runs), or over placements starting every job at 0 (starts=simultaneous)")
-SURROGATE_GUARANTEE = ("optimal for the linearized surrogate (spec 6c, every job starting at interval 0) when the solver "
-                       "proves it; none for the true JCT, whose gap the report gives when --method exact can run")
-MYOPIC_GUARANTEE = "none: each interval's placement maximizes the sum of normalized speeds now (spec 6b(1)), not the JCT"
-DRL_GUARANTEE = "none: a learned policy (spec 2); its gap to exact is measured by the suite benchmarks/harmony_exact.toml"
-
+from .options import DEFER_MAX, MAX_INTERVALS
+from .simulate import Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
+from .view import HarmonyView, check_horizon, view_of
 
 #: share of the time limit after which an anytime method hands the jobs still unplaced to
 #: standalone-first, so that the rest of the simulation fits in the time left
@@ -97,6 +89,16 @@ def run_chooser(make: Callable[[HarmonyView, Mapping[str, Any], SolveOptions], C
 
 def heuristic(name: str):
     return run_chooser(lambda view, options, so: make_heuristic(name, so.seed), name)
+
+
+run_load_balance = heuristic("load-balance")
+run_tetris = heuristic("tetris")
+run_least_interference = heuristic("least-interference")
+run_packing = heuristic("packing")
+run_standalone = heuristic("standalone")
+run_random = heuristic("random")
+run_least_interference_defer = heuristic("least-interference-defer")
+run_standalone_defer = heuristic("standalone-defer")
 
 
 def run_myopic(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:

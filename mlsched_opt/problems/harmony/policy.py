@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import UserError
-from .baselines import DEFERRING, HEURISTICS, Heuristic, LoadBalance, Packing, make_heuristic
+from .baselines import HEURISTICS, Heuristic, LoadBalance, Packing, make_heuristic
 from .exact import standalone_profile, standalone_speeds
 from .features import advice_of, context_width, decision_state, first_role, host_width, job_width, reward_inputs, server_width
+from .options import DEFERRING
 from .simulate import Ask, Env
 from .view import HarmonyView
 

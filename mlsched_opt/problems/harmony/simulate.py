@@ -47,8 +47,6 @@ from .world import sparse_speeds
 
 ROLES = ("ps", "worker")
 
-#: the default deferral rule: a queued job may be held back by choice within this many intervals of its arrival
-DEFER_MAX = 20
 
 SpeedFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 

@@ -51,8 +51,8 @@ from ...traces.sources import ALIBABA_NODES, alibaba_nodes, cluster
 from ..base import Option
 from .exact import standalone_speed
 from .generate import OPTIONS as GENERATE_OPTIONS, PS, WORKER
+from .options import WORLDS
 from .view import greedy_gang, make_world
-from .world import WORLDS
 
 _GEN = {o.name: o for o in GENERATE_OPTIONS}
 RESOURCES = ("cpu", "gpu", "memory_gb")

@@ -57,10 +57,11 @@ import numpy as np
 from ...errors import OptionError
 from ...io import from_document, load_catalog
 from ..base import GenerateSpec, TrainSpec, parse_values
-from .baselines import DEFERRING, HEURISTICS, Delegating, make_heuristic
+from .baselines import HEURISTICS, Delegating, make_heuristic
 from .exact import standalone_profile, standalone_speeds
 from .features import advice_of, decision_state, reward_inputs
 from .generate import generate
+from .options import DEFERRING
 from .policy import PolicyChooser
 from .simulate import Ask, holds_back, simulate, true_speeds
 from .train_options import FUTURE_POOL, TRAIN_OPTIONS

@@ -25,7 +25,8 @@ import numpy as np
 from ...errors import InstanceError, OptionError
 from ...io.catalog import Catalog, load_catalog
 from ...io.instance import Instance
-from .world import WORLDS, Jobs, World, interference_types, world_from_catalog
+from .options import WORLDS
+from .world import Jobs, World, interference_types, world_from_catalog
 
 
 def make_world(name: str, catalog: Catalog | None = None) -> World:
@@ -128,10 +129,6 @@ def view_of(instance: Instance, options: Mapping, require_fit: bool = True) -> H
         if reason:
             raise InstanceError(f"the job can never start: {reason}", file, f"{job.path}.workers")
     return view
-
-
-#: default of the ``max_intervals`` option: simulated intervals a run may need before it is refused
-MAX_INTERVALS = 1_000_000
 
 
 def check_horizon(instance: Instance, view: HarmonyView, limit: int) -> None:

@@ -42,7 +42,6 @@ import numpy as np
 
 DIMENSIONS = ("cpu", "mem_bw", "pcie", "net")
 CPU, MEM, PCIE, NET = range(4)
-WORLDS = ("default", "hard", "gavel")
 
 
 @dataclass(frozen=True)

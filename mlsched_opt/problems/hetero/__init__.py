@@ -16,12 +16,12 @@ alibaba|philly|pollux --problem hetero``): :mod:`.trace`.
 
 from __future__ import annotations
 
-from ..base import Family, Method, MethodKind, Option, TraceImport
-from .check import check
-from .formulation import build_model, decision_from_model, diagnose, lp_relaxation
-from .generate import OPTIONS as GENERATE_OPTIONS, generate
-from .market import ENGINES
-from .methods import (
+from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .options import (
+    COMM_NAMES,
+    DISTRIBUTIONS,
+    ENGINES,
     EXACT_GUARANTEE,
     MARKET_GUARANTEE,
     MAX_BUDGET,
@@ -29,49 +29,46 @@ from .methods import (
     MAX_SAMPLES,
     MAX_STARTS,
     SAMPLING_GUARANTEE,
-    run_brute,
-    run_bundles,
-    run_equal_share,
-    run_greedy,
-    run_market,
-    run_no_balance,
-    run_random,
-    run_sampling,
+    VALUATIONS,
 )
-from .scheme import DISTRIBUTIONS, VALUATIONS
-from .timing import COMM_MODELS
-from .trace import OPTIONS as TRACE_OPTIONS, from_trace
+from .trace import OPTIONS as TRACE_OPTIONS
+
+L = lazy(__name__)
 
 FAMILY = Family(
     name="hetero",
     summary="place, size and load-balance synchronous data-parallel jobs on mixed GPU types for min average JCT "
             "(sampling + matching markets)",
-    build_model=build_model,
-    decision_from_model=decision_from_model,
-    check=check,
+    quick="greedy",  # --method exact answers with it first (problems/anytime.py)
+    build_model=L("formulation:build_model"),
+    decision_from_model=L("formulation:decision_from_model"),
+    check=L("check:check"),
     sense=lambda options: "min",
-    generate=generate,
+    generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
-    diagnose=diagnose,
-    relaxation=lp_relaxation,
+    diagnose=L("formulation:diagnose"),
+    relaxation=L("formulation:lp_relaxation"),
     algorithms=(
-        Method("sampling", MethodKind.HEURISTIC, run_sampling,
+        Method("sampling", MethodKind.HEURISTIC, L("methods:run_sampling"),
                "M sampled job-size categories + equal share, market per category, local search (seeded)",
                guarantee=SAMPLING_GUARANTEE),
-        Method("market", MethodKind.HEURISTIC, run_market,
+        Method("market", MethodKind.HEURISTIC, L("methods:run_market"),
                "every job-size category, matching market per category (JCT-gradient valuation, R rounds)",
                guarantee=MARKET_GUARANTEE),
-        Method("bundles", MethodKind.ORACLE, run_bundles, "Variant A: every bundle category, one-to-one market (exact, small clusters)",
+        Method("bundles", MethodKind.ORACLE, L("methods:run_bundles"),
+               "Variant A: every bundle category, one-to-one market (exact, small clusters)",
                guarantee=EXACT_GUARANTEE),
-        Method("brute-force", MethodKind.ORACLE, run_brute, "every assignment of every GPU, (S+1)^K (test oracle, K <= 10)",
+        Method("brute-force", MethodKind.ORACLE, L("methods:run_brute"), "every assignment of every GPU, (S+1)^K (test oracle, K <= 10)",
                guarantee="exact: OPT by exhaustion"),
-        Method("greedy", MethodKind.HEURISTIC, run_greedy, "baseline: heaviest job first, its equal share of its fastest free GPUs"),
-        Method("random", MethodKind.HEURISTIC, run_random, "baseline: a random category and random GPUs (seeded)"),
-        Method("equal-share", MethodKind.HEURISTIC, run_equal_share, "baseline: K/S GPUs per job, chosen by the market"),
-        Method("no-balance", MethodKind.HEURISTIC, run_no_balance, "baseline: the sampling scheme with an equal batch split (no Lemma 1)"),
+        Method("greedy", MethodKind.HEURISTIC, L("methods:run_greedy"),
+               "baseline: heaviest job first, its equal share of its fastest free GPUs"),
+        Method("random", MethodKind.HEURISTIC, L("methods:run_random"), "baseline: a random category and random GPUs (seeded)"),
+        Method("equal-share", MethodKind.HEURISTIC, L("methods:run_equal_share"), "baseline: K/S GPUs per job, chosen by the market"),
+        Method("no-balance", MethodKind.HEURISTIC, L("methods:run_no_balance"),
+               "baseline: the sampling scheme with an equal batch split (no Lemma 1)"),
     ),
     options=(
-        Option("comm", "ring", tuple(COMM_MODELS), "communication term: ring all-reduce, one parameter server, or none", problem=True),
+        Option("comm", "ring", COMM_NAMES, "communication term: ring all-reduce, one parameter server, or none", problem=True),
         Option("valuation", "gradient", VALUATIONS, "market valuation: JCT gradient (our design) or Gamma = rho (the re-implementation's)"),
         Option("rounds", 3, None, "R: market rounds per category (reference throughput refreshed between rounds)",
                minimum=1, maximum=MAX_ROUNDS),
@@ -88,5 +85,5 @@ FAMILY = Family(
                "whether the categories the market and sampling search may leave GPUs idle "
                "(P6; a search restriction, not a rule of the problem)"),
     ),
-    trace=TraceImport(("alibaba", "philly", "pollux"), from_trace, TRACE_OPTIONS),
+    trace=TraceImport(("alibaba", "philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
 )

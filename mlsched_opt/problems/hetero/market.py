@@ -33,7 +33,6 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ...solvers.highs_lp import ArrayLP
 
-ENGINES = ("auto", "hungarian", "mm", "transport")
 #: ``auto`` switches from the expanded assignment to the transportation LP above this many GPUs.
 AUTO_TRANSPORT_K = 160
 _FORBIDDEN = -1e18

@@ -33,20 +33,8 @@ from .scheme import (
 from .timing import jct_rows
 from .view import HeteroView, hetero_view
 
-MARKET_GUARANTEE = ("per category, the market allocation maximizes total valuation (Shapley-Shubik); the full scheme "
-                    "is exact when the valuation is, and measured within 0.5% of OPT on Gavel instances (spec 3.2)")
-SAMPLING_GUARANTEE = ("if a fraction phi of categories is within 1+eps of OPT, M uniform samples miss them all with "
-                      "probability <= (1-phi)^M (spec 3.4); no worst-case ratio")
-EXACT_GUARANTEE = "exact: OPT (Shapley-Shubik within each category, every category solved)"
-
 #: categories re-solved with the full R market rounds after screening with one
 FINALISTS = 10
-#: Option domains (``--set``): far above any useful value, small enough that no list or array
-#: sized by them is a memory hazard; the loops they drive also stop at the time limit.
-MAX_ROUNDS = 100
-MAX_SAMPLES = 1_000_000
-MAX_BUDGET = 10_000_000
-MAX_STARTS = 1000
 
 Runner = Callable[[Instance, Mapping[str, Any], SolveOptions], MethodResult]
 

@@ -47,8 +47,6 @@ from .market import allocate
 from .timing import jct_rows
 from .view import HeteroView
 
-VALUATIONS = ("gradient", "rho")
-DISTRIBUTIONS = ("uniform", "centered")
 #: Refuse full enumeration beyond this many categories.
 MAX_CATEGORIES = 2_000_000
 #: Link floors tried per job (evenly spread over the distinct link speeds when there are more).

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .options import COMM_NAMES
 from .view import NO_CAP, HeteroJob, HeteroView
 
 SPLITS = ("proportional", "equal")
@@ -41,6 +42,7 @@ def _none(k: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 #: ``(job size K, D / r_min) -> seconds per iteration``, elementwise.
 COMM_MODELS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {"ring": _ring, "ps": _ps, "none": _none}
+assert tuple(COMM_MODELS) == COMM_NAMES
 
 
 def comm_constant(job: HeteroJob, r_min: np.ndarray) -> np.ndarray:

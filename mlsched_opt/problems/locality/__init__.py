@@ -27,40 +27,40 @@ O3 is a restriction, not "without loss of generality": see :mod:`.formulation`).
 
 from __future__ import annotations
 
-from ..base import Family, Method, MethodKind, Option, TraceImport
-from .baselines import run_colocate, run_greedy_ilp, run_spread, run_unaware
-from .bound import standalone_bound
-from .check import check
-from .formulation import build_model, decision_from_model, rescore
-from .generate import OPTIONS as GENERATE_OPTIONS, generate
-from .methods import PD_GUARANTEE, RR_GUARANTEE, greedy, run_pd
-from .online import ORDERS
-from .trace import OPTIONS as TRACE_OPTIONS, from_trace
-from .view import LOCALITY, PS_PLACEMENT
+from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .options import LOCALITY, ORDERS, PD_GUARANTEE, PS_PLACEMENT, RR_GUARANTEE
+from .trace import OPTIONS as TRACE_OPTIONS
+
+L = lazy(__name__)
 
 FAMILY = Family(
     name="locality",
     summary="online worker/PS placement with locality: PC-ILP, LP + randomized rounding, min total weighted completion time",
-    build_model=build_model,
-    decision_from_model=decision_from_model,
-    check=check,
+    quick="greedy-rr",  # --method exact answers with it first (problems/anytime.py)
+    build_model=L("formulation:build_model"),
+    decision_from_model=L("formulation:decision_from_model"),
+    check=L("check:check"),
     sense=lambda options: "min",
-    generate=generate,
+    generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
-    rescore=rescore,
-    relaxation=standalone_bound,
+    rescore=L("formulation:rescore"),
+    relaxation=L("bound:standalone_bound"),
     bound_label="standalone (bound)",
     algorithms=(
-        Method("greedy-rr", MethodKind.ONLINE, greedy("greedy-rr"),
+        Method("greedy-rr", MethodKind.ONLINE, L("methods:run_greedy_rr"),
                "V-Greedy: earliest deadline whose LP (target (1+eps)V) rounds by RR-PC (F attempts, repair) to a covering plan",
                guarantee=RR_GUARANTEE),
-        Method("pd-rr", MethodKind.ONLINE, run_pd, "V-PD: OASiS-style prices as pattern costs, best payoff over deadlines by LP + RR-PC",
+        Method("pd-rr", MethodKind.ONLINE, L("methods:run_pd"),
+               "V-PD: OASiS-style prices as pattern costs, best payoff over deadlines by LP + RR-PC",
                guarantee=PD_GUARANTEE),
-        Method("greedy-ilp", MethodKind.BASELINE, run_greedy_ilp, "V-Greedy with the exact per-job 0-1 program instead of LP + rounding"),
-        Method("unaware", MethodKind.BASELINE, run_unaware,
+        Method("greedy-ilp", MethodKind.BASELINE, L("baselines:run_greedy_ilp"),
+               "V-Greedy with the exact per-job 0-1 program instead of LP + rounding"),
+        Method("unaware", MethodKind.BASELINE, L("baselines:run_unaware"),
                "V-Greedy planning with q_in := q_ex (locality-unaware), true rates when executing"),
-        Method("colocate", MethodKind.BASELINE, run_colocate, "V-Greedy with co-located patterns only (one machine per slot)"),
-        Method("spread", MethodKind.BASELINE, run_spread, "V-Greedy with spread patterns only"),
+        Method("colocate", MethodKind.BASELINE, L("baselines:run_colocate"),
+               "V-Greedy with co-located patterns only (one machine per slot)"),
+        Method("spread", MethodKind.BASELINE, L("baselines:run_spread"), "V-Greedy with spread patterns only"),
     ),
     options=(
         Option("order", "sjf", ORDERS, "order of simultaneous arrivals: smallest estimated work first, or FIFO (pitfall P10)"),
@@ -77,5 +77,5 @@ FAMILY = Family(
         Option("attempts", 5, None, "RR-PC attempts F per LP before the repair", minimum=1, maximum=1000, flag="--attempts"),
         Option("l_scale", 1.0, None, "pd-rr: factor on the price floor L (pitfall P16)", minimum=1e-6, maximum=1e6),
     ),
-    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
+    trace=TraceImport(("philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
 )

@@ -38,15 +38,6 @@ EPSILONS = (0.0, 0.05, 0.1)
 PLAN_SHARE = 0.9
 
 
-RR_GUARANTEE = ("per job and deadline (spec 001 section 4.3, RR-PC): packing rows K1/K3 hold surely, each pattern is kept "
-                "with its LP probability, and one attempt covers V at cost <= (1 + eta) LP_eps with probability >= "
-                "1 - exp(-eps^2 V / (2 (1 + eps) A)) - 1/(1 + eta), A = w_max q_in; LP_eps is the LP on each slot's w_max best "
-                "machines (between the all-machine LP and the 0-1 optimum, which it keeps exactly); no ratio is claimed for the "
-                "online total")
-PD_GUARANTEE = ("none proven here: OASiS-style prices with a beta-approximate subroutine weaken OASiS's 2 alpha "
-                "(spec 001 section 3.3, heuristic); RR-PC's per-job guarantee as for greedy-rr")
-
-
 def o3_placement(view: LocalityView, tasks: Mapping[int, list[Task]]) -> dict[int, dict[int, tuple[dict[int, int], dict[int, int]]]]:
     """``(slot, machine, workers)`` triples -> per slot workers and PSs, PSs beside their workers (observation O3)."""
     out: dict[int, dict[int, tuple[dict[int, int], dict[int, int]]]] = {}
@@ -117,6 +108,9 @@ def greedy(name: str, solver: str = "rr", plan: str = "aware", kinds: tuple[int,
 
     run.__name__ = f"run_{name.replace('-', '_')}"
     return run
+
+
+run_greedy_rr = greedy("greedy-rr")
 
 
 def pd_prices(view: LocalityView, l_scale: float = 1.0) -> Prices:

@@ -54,6 +54,7 @@ from ...clock import progress as report_progress
 from ...tolerances import work_done_threshold
 from ..oasis.prices import PricedPool
 from ..online import arrivals_by_slot
+from .options import ORDERS
 from .pcilp import (
     CO_LOCATED,
     SPREAD,
@@ -72,7 +73,6 @@ from .pcilp import (
 )
 from .rounding import rr_pc
 
-ORDERS = ("sjf", "fifo")
 BOTH = (CO_LOCATED, SPREAD)
 Task = tuple[int, int, int]  # (slot, machine, workers)
 

@@ -30,12 +30,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyomo.environ as pyo
 from scipy import sparse
 
 from ...solvers.highs_lp import ArrayLP
+
+if TYPE_CHECKING:  # Pyomo loads only when the job's Pyomo model is built (export, certification)
+    import pyomo.environ as pyo
 
 CO_LOCATED, SPREAD = 0, 1
 
@@ -317,6 +320,8 @@ def solve_lps(p: Patterns, targets: tuple[float, ...], time_limit: float = 30.0,
 
 def pcilp_model(p: Patterns) -> pyo.ConcreteModel:
     """The same 0-1 program as a Pyomo model (the declarative form users see, solve and export)."""
+    import pyomo.environ as pyo
+
     a, lo, hi = p.rows()
     a = a.tocsr()
     m = pyo.ConcreteModel(name=f"pcilp_{p.job.id}_t{p.deadline}")

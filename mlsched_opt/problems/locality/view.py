@@ -36,16 +36,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import InstanceError
 from ...io.instance import Instance, Job
 from ...tolerances import capacity_limit
-from .pcilp import LocalityJob
+from .options import LOCALITY, PS_PLACEMENT
 
-LOCALITY = ("job", "pair")
-PS_PLACEMENT = ("free", "with-workers")
+if TYPE_CHECKING:  # the per-job programs (SciPy, HiGHS) load when a job is built, not with the generator
+    from .pcilp import LocalityJob
+
 MB_TO_GBIT = 8.0 / 1000.0
 #: Largest horizon and largest per-slot worker count of one job the methods and the exact model accept.
 MAX_SLOTS = 100_000
@@ -145,6 +147,8 @@ def locality_view(instance: Instance) -> LocalityView:
 
 
 def _job(instance: Instance, job: Job, resources: list[str], capacity: np.ndarray) -> tuple[LocalityJob, JobTiming]:
+    from .pcilp import LocalityJob
+
     file = instance.file
 
     def need(what: str, field: str) -> InstanceError:
@@ -203,8 +207,6 @@ def _cluster_fit(alpha: np.ndarray, capacity: np.ndarray, cap: int) -> int:
         return int(cap)
     per_machine = np.floor(np.min(capacity[:, used] / alpha[used], axis=1) + 1e-9)
     return int(min(cap, per_machine.sum()))
-
-
 
 
 def total_delay(view: LocalityView, completion: dict[int, int]) -> float:

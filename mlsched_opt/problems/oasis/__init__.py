@@ -29,15 +29,12 @@ tasks placed, not with jobs x servers x slots.
 
 from __future__ import annotations
 
-from ..base import Family, Method, MethodKind, Option, TraceImport
-from .bound import capacity_bound
-from .check import check
-from .formulation import build_model, decision_from_model
-from .generate import OPTIONS as GENERATE_OPTIONS, generate
-from .methods import OASIS_GUARANTEE, baseline, exact_start, run_oasis
-from .subroutine import UNITS
-from .trace import OPTIONS as TRACE_OPTIONS, from_trace
-from .view import RANGES
+from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .options import OASIS_GUARANTEE, RANGES, UNITS
+from .trace import OPTIONS as TRACE_OPTIONS
+
+L = lazy(__name__)
 
 #: Domain of the given prices: positive (the price function is L (U/L)^share) and finite [our design].
 PRICE_MIN, PRICE_MAX = 1e-12, 1e12
@@ -45,23 +42,24 @@ PRICE_MIN, PRICE_MAX = 1e-12, 1e12
 FAMILY = Family(
     name="oasis",
     summary="online admission and per-slot worker/PS counts for max total utility of completion times (OASiS)",
-    build_model=build_model,
-    decision_from_model=decision_from_model,
-    check=check,
+    quick="oasis",  # --method exact answers with it first (problems/anytime.py)
+    build_model=L("formulation:build_model"),
+    decision_from_model=L("formulation:decision_from_model"),
+    check=L("check:check"),
     sense=lambda options: "max",
-    generate=generate,
+    generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
-    start=exact_start,
+    start=L("methods:exact_start"),
     algorithms=(
-        Method("oasis", MethodKind.ONLINE, run_oasis,
+        Method("oasis", MethodKind.ONLINE, L("methods:run_oasis"),
                "OASiS: exponential prices, best schedule per arriving job (DP + greedy), admit on positive payoff",
                guarantee=OASIS_GUARANTEE),
-        Method("fifo", MethodKind.BASELINE, baseline("fifo"),
+        Method("fifo", MethodKind.BASELINE, L("methods:run_fifo"),
                "FIFO: arrival order, fixed gang drawn from [1, 30], no backfilling (seeded)"),
-        Method("drf", MethodKind.BASELINE, baseline("drf"), "DRF: all admitted, progressive filling of dominant shares every slot"),
-        Method("rrh", MethodKind.BASELINE, baseline("rrh"),
+        Method("drf", MethodKind.BASELINE, L("methods:run_drf"), "DRF: all admitted, progressive filling of dominant shares every slot"),
+        Method("rrh", MethodKind.BASELINE, L("methods:run_rrh"),
                "Risk-reward heuristic: admission by reward minus delay cost, run/pause by reward per resource-time (seeded)"),
-        Method("dorm", MethodKind.BASELINE, baseline("dorm"),
+        Method("dorm", MethodKind.BASELINE, L("methods:run_dorm"),
                "Dorm: all admitted, utilisation MILP with fairness and adjustment limits at every arrival/completion"),
     ),
     options=(
@@ -80,9 +78,9 @@ FAMILY = Family(
         Option("estimate", 1.0, None, "mis-estimation factor on every U/L (Fig. 6: 0.2 ... 10)", minimum=1e-6, maximum=1e6),
         Option("units", "chunks", UNITS, "DP work unit: the paper's chunks, or worker-slots (exact for (2)+(3))"),
     ),
-    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
+    trace=TraceImport(("philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
     # the exact model's LP relaxation needs a variable per (job, server, slot); this one sums capacity over
     # servers and windows of slots, on arrays, and bounds every checked answer (see .bound)
-    relaxation=capacity_bound,
+    relaxation=L("bound:capacity_bound"),
     bound_label="window capacity LP (bound)",
 )

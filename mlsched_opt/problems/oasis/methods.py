@@ -16,9 +16,6 @@ from .online import Oasis, SlotRun, simulate
 from .prices import PriceParams, estimated_params, formula_params, given_params
 from .view import OasisView, oasis_view
 
-OASIS_GUARANTEE = ("Theorem 4 (Bao et al. 2018): OPT / OASiS <= 2 alpha, alpha = max(1, ln(U1/L1), ln(U2/L2)), "
-                   "with U, L from eqs (23)-(26) (prices=formula) and demands small next to capacities")
-
 
 def price_params(view: OasisView, options: Mapping[str, Any]) -> PriceParams:
     if options["prices"] == "given":
@@ -90,6 +87,9 @@ def baseline(name: str):
 
     run.__name__ = f"run_{name}"
     return run
+
+
+run_fifo, run_drf, run_rrh, run_dorm = (baseline(name) for name in ("fifo", "drf", "rrh", "dorm"))
 
 
 def exact_start(instance: Instance, options: Mapping[str, Any], model, seconds: float) -> str:

@@ -36,7 +36,6 @@ from ...errors import InstanceError
 from .prices import PricedPool
 from .view import OasisJob, TaskCounts, ceil, floor
 
-UNITS = ("chunks", "worker-slots")
 #: Relative tolerance for "equal cost" when the DP is unwound.
 TIE = 1e-12
 _BLOCK = 1 << 20

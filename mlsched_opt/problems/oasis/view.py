@@ -189,11 +189,6 @@ class OasisView:
         return next(j for j in self.jobs if j.id == job_id)
 
 
-#: Problem option ``ranges``: ``instance`` enforces the jobs' workers/ps ranges as in the module
-#: docstring; ``paper`` keeps only the paper's rules (the cap (3), (6) and (7)).
-RANGES = ("instance", "paper")
-
-
 def oasis_view(instance: Instance, ranges: str = "instance") -> OasisView:
     """Read the instance as OASiS needs it; a missing or inconsistent field is an :class:`InstanceError`.
 
@@ -329,7 +324,6 @@ def fit_counts(free: np.ndarray, demand: np.ndarray) -> np.ndarray:
     if not used.any():
         return np.full(free.shape[:-1], np.iinfo(np.int32).max, dtype=np.int64)
     return np.maximum(floor(np.min(free[..., used] / demand[used], axis=-1)), 0).astype(np.int64)
-
 
 
 class TaskCounts:

@@ -9,39 +9,37 @@ HiGHS directly (:mod:`.arrays`).  Option ``objective``: ``weight`` (default) adm
 
 from __future__ import annotations
 
-from ..base import Family, Method, MethodKind, Option, TraceImport
-from .check import check
-from .exact import exact_method, lp_relaxation
-from .formulation import build_model, decision_from_model
-from .generate import generate
-from .methods import ffd
-from .pop import MAX_PARTS, pop
-from .trace import from_trace
-from .view import OBJECTIVES, diagnose
+from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
+from .options import OBJECTIVES
+
+L = lazy(__name__)
+#: Largest ``parts`` a user may ask for (each part is one HiGHS run).
+MAX_PARTS = 1024
 
 FAMILY = Family(
     name="packing",
     summary="multi-resource placement of fixed-size jobs: max admitted weight, or min servers used",
-    build_model=build_model,
-    decision_from_model=decision_from_model,
-    check=check,
+    quick="ffd",  # --method exact answers with it first (problems/anytime.py)
+    build_model=L("formulation:build_model"),
+    decision_from_model=L("formulation:decision_from_model"),
+    check=L("check:check"),
     sense=lambda options: "min" if options["objective"] == "servers" else "max",
-    generate=generate,
+    generate=L("generate:generate"),
     algorithms=(
         # replaces the generic Pyomo route for --solver highs (other solvers still take the Pyomo model)
-        Method("exact", MethodKind.EXACT, exact_method,
+        Method("exact", MethodKind.EXACT, L("exact:exact_method"),
                "the exact ILP, solved to proven optimality (--solver, --gap); built as arrays for HiGHS, Pyomo for other solvers"),
-        Method("ffd", MethodKind.HEURISTIC, ffd, "first-fit decreasing, task by task, rolling back jobs that do not fit",
+        Method("ffd", MethodKind.HEURISTIC, L("methods:ffd"), "first-fit decreasing, task by task, rolling back jobs that do not fit",
                guarantee="none in general; 11/9 OPT + 6/9 (1-D bin packing) and OPT/2 (knapsack) in the special cases"),
-        Method("pop", MethodKind.HEURISTIC, pop,
+        Method("pop", MethodKind.HEURISTIC, L("pop:pop"),
                "POP (SOSP 2021), our adaptation: random parts of jobs and servers, each solved exactly by HiGHS, combined",
                guarantee="none in general (POP's argument: near-optimal on granular instances); parts=1 is the exact ILP"),
     ),
-    relaxation=lp_relaxation,
-    diagnose=diagnose,
+    relaxation=L("exact:lp_relaxation"),
+    diagnose=L("view:diagnose"),
     options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed",
                     problem=True),
              Option("parts", 0, None, "pop: number of parts (0 = automatic from the instance's size)",
                     minimum=0, maximum=MAX_PARTS)),
-    trace=TraceImport(("alibaba",), from_trace),
+    trace=TraceImport(("alibaba",), L("trace:from_trace")),
 )

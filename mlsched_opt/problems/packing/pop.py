@@ -55,8 +55,6 @@ from .view import PackingView, packing_view
 #: 299, 32 use 296 (LP bound 225.7): small parts let HiGHS improve every part within its share.
 PAIRS_PER_PART = 2_500
 MAX_AUTO_PARTS = 64
-#: Largest ``parts`` a user may ask for (each part is one HiGHS run).
-MAX_PARTS = 1024
 
 
 def auto_parts(view: PackingView) -> int:

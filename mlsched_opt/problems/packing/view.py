@@ -11,8 +11,6 @@ import numpy as np
 from ...errors import InstanceError
 from ...io.instance import Instance, Job
 
-OBJECTIVES = ("weight", "servers")
-
 
 @dataclass(frozen=True)
 class PackingView:

@@ -17,42 +17,42 @@ limit with the best answer so far (jobs not yet sized are not admitted).  The fa
 
 from __future__ import annotations
 
-from ..base import Family, Method, MethodKind, Option, TraceImport
-from .baselines import ESW_VARIANTS, OPTIMUS_VARIANTS
-from .check import check
-from .formulation import build_model, decision_from_model, exact_start, lp_relaxation
-from .generate import OPTIONS as GENERATE_OPTIONS, generate
-from .inner import LP_ENGINES
-from .methods import (
+from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
+from .generate import OPTIONS as GENERATE_OPTIONS
+from .options import (
     EPSILON1_MAX,
     EPSILON1_MIN,
     EPSILON2_MAX,
     EPSILON2_MIN,
+    ESW_VARIANTS,
+    LP_ENGINES,
     MAX_ATTEMPTS,
+    OPTIMUS_VARIANTS,
+    OVERLAPS,
     PROBABILITY_MIN,
     SMD_GUARANTEE,
-    run_esw,
-    run_optimus,
-    run_smd,
 )
-from .trace import OPTIONS as TRACE_OPTIONS, from_trace
-from .view import OVERLAPS
+from .trace import OPTIONS as TRACE_OPTIONS
+
+L = lazy(__name__)
 
 FAMILY = Family(
     name="smd",
     summary="admit PS jobs and size workers/PSs for max total sigmoid utility, capacity reserved by declared limits (SMD)",
-    build_model=build_model,
-    decision_from_model=decision_from_model,
-    check=check,
+    quick="esw",  # --method exact answers with it first (problems/anytime.py)
+    build_model=L("formulation:build_model"),
+    decision_from_model=L("formulation:decision_from_model"),
+    check=L("check:check"),
     sense=lambda options: "max",
-    generate=generate,
+    generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
     algorithms=(
-        Method("smd", MethodKind.HEURISTIC, run_smd,
+        Method("smd", MethodKind.HEURISTIC, L("methods:run_smd"),
                "SMD: grid + Charnes-Cooper LPs, scaled randomized rounding (seeded), Frieze-Clarke admission",
                guarantee=SMD_GUARANTEE),
-        Method("esw", MethodKind.HEURISTIC, run_esw, "ESW baseline: w = p (largest that fits, or best with esw=best), same admission step"),
-        Method("optimus", MethodKind.HEURISTIC, run_optimus,
+        Method("esw", MethodKind.HEURISTIC, L("methods:run_esw"),
+               "ESW baseline: w = p (largest that fits, or best with esw=best), same admission step"),
+        Method("optimus", MethodKind.HEURISTIC, L("methods:run_optimus"),
                "Optimus-style greedy from (1,1): add the worker or PS that lowers the time most, same admission step"),
     ),
     options=(
@@ -74,8 +74,8 @@ FAMILY = Family(
         Option("esw", "max", ESW_VARIANTS, "ESW variant"),
         Option("optimus", "stop", OPTIMUS_VARIANTS, "Optimus stopping rule"),
     ),
-    trace=TraceImport(("philly", "pollux"), from_trace, TRACE_OPTIONS),
-    relaxation=lp_relaxation,
-    start=exact_start,
+    trace=TraceImport(("philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
+    relaxation=L("formulation:lp_relaxation"),
+    start=L("formulation:exact_start"),
     model_cells=lambda instance: len(instance.jobs),  # the knapsack: one binary per job
 )

@@ -8,9 +8,6 @@ from __future__ import annotations
 from .inner import NONE, Allocation, bounded_box
 from .view import SmdJob
 
-ESW_VARIANTS = ("max", "best")
-OPTIMUS_VARIANTS = ("stop", "fill")
-
 
 def esw(job: SmdJob, variant: str = "max") -> Allocation:
     """ESW: as many PSs as workers (w:p = 1:1, as in the PaddlePaddle-on-Kubernetes blog).

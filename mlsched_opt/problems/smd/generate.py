@@ -22,7 +22,6 @@ from ...errors import UserError
 from ...io.catalog import Catalog
 from ...io.instance import from_document
 from ..base import GenerateSpec, Option
-from .baselines import esw
 from .view import smd_view
 
 UNIT = {"gpu": 600, "cpu": 3400, "memory_gb": 1400, "storage_gb": 1200}
@@ -164,5 +163,7 @@ def generate(spec: GenerateSpec, catalog: Catalog) -> dict[str, Any]:
 def _calibration(doc: dict[str, Any], catalog: Catalog) -> float:
     """``S`` such that the median completion time at ESW-max equals the median ``gamma3`` (spec P2)."""
     view = smd_view(from_document(doc, catalog=catalog))
+    from .baselines import esw  # the inner solvers load only when a generator needs them
+
     taus = [a.tau for a in (esw(j) for j in view.jobs) if a.feasible]
     return float(f"{np.median(taus) / MEDIAN_GAMMA3:.6g}") if taus else 1.0

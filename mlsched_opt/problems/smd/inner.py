@@ -20,10 +20,10 @@ import numpy as np
 from ...errors import InstanceError, OptionError
 from ...tolerances import FIT_TOL
 from ..rounding import chernoff_scale
+from .options import LP_ENGINES
 from .ratios import CharnesCooperLP, SidedPolygon, Terms, polygon, ratio_terms, side_rows, term_ranges
 from .view import SmdJob
 
-LP_ENGINES = ("vertex", "highs")
 #: Most (w, p) pairs the exact inner step enumerates per job (a few seconds of numpy).
 MAX_BOX = 50_000_000
 _CHUNK = 8192

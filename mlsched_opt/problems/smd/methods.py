@@ -19,22 +19,6 @@ from .inner import NONE, Allocation, algorithm1, algorithm2, best_integer, scale
 from .mkp import exact_knapsack, frieze_clarke
 from .view import SmdJob, SmdView, smd_view
 
-SMD_GUARANTEE = (
-    "Theorem 5 (Yu et al. 2021): with probability > (1-(delta/2)^F)^I the utility is at least "
-    "mu'(1-eps2)/mu* of the optimum, mu' the utility at (1+eps1)(24/M_delta+4)/delta times the optimal time "
-    "(vacuous for sigmoid utilities: the factor is >= 28); the outer step alone keeps >= k/(k+R) of the knapsack optimum"
-)
-
-
-#: Option domains (``--set``).  The open ends of the paper's domains (epsilon1 > 0, epsilon2 in
-#: (0, 1), delta and M_delta in (0, 1]) are closed at values far beyond any useful setting, so no
-#: grid, subset search or draw count is sized by a hostile number; the searches also stop at the
-#: time limit.
-EPSILON1_MIN, EPSILON1_MAX = 1e-6, 100.0
-EPSILON2_MIN, EPSILON2_MAX = 1e-6, 1.0 - 1e-6
-PROBABILITY_MIN = 1e-9
-MAX_ATTEMPTS = 1_000_000
-
 
 def validate(options: Mapping[str, Any]) -> None:
     """Numeric options outside their domain are user errors, named before any work starts."""

@@ -35,8 +35,6 @@ from ...io.instance import Instance, Job, Utility
 from ...tolerances import core_capacity_limit
 from .layered import iteration_timing
 
-#: Overlap override choices (``instance`` keeps each job's own ``speed_model.overlap``).
-OVERLAPS = ("instance", "sequential", "wait-free", "priority", "priority-sim")
 DEFAULT_GPU = "V100"
 FP_SHARE = 1.0 / 3.0
 

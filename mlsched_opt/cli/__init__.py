@@ -1,0 +1,82 @@
+"""The ``mlsched`` command: a thin layer over the library (it parses and prints).
+
+One module per verb, each imported when its verb runs; the work is the library's
+(:mod:`mlsched_opt.pipeline` for solving, checking and rating answers).
+
+Exit codes: 0 an answer (an infeasible instance is an answer, not a failure); 1 a solution that
+fails the checker, a solver error or an unresolved dispute; 2 a user error (bad file, field or
+option), reported in one line naming the file and the field; 3 no answer within ``--time-limit``;
+130 interrupted (Ctrl-C); 143 terminated (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from .app import COMMAND, cli
+
+__all__ = ["cli", "console_main", "decision_table", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    # what the package exported when it was one module: the decision table (now the library's) and the verbs
+    if name == "decision_table":
+        from ..render import decision_table
+
+        return decision_table
+    if name == "shorthand_options":
+        from .params import shorthand_options
+
+        return shorthand_options
+    from .app import VERBS
+
+    if name in VERBS or name == "import_":
+        return cli.get_command(click.Context(cli), "import" if name == "import_" else name)
+    raise AttributeError(name)
+
+
+def console_main() -> None:
+    """The ``mlsched`` command (console script, ``python -m mlsched_opt``): a process of its own, so
+    its clock starts when the process started, its watchdog may end it, and it handles its signals."""
+    from . import signals
+
+    signals.install()
+    main(None, process=True)
+
+
+def main(argv: list[str] | None = None, *, process: bool = False) -> None:
+    """Entry point: user errors end in one line and exit code 2, never a traceback.
+
+    Called in-process (tests, a notebook), the command's clock starts at this call and no
+    watchdog is armed (it would end the caller); ``process=True`` is for :func:`console_main`.
+    """
+    from ..clock import clear_stop, process_age
+    from ..errors import UserError
+
+    COMMAND["watchdog"] = process
+    COMMAND["start"] = time.perf_counter() - (process_age() if process else 0.0)
+    clear_stop()
+    try:
+        code = cli.main(args=argv, prog_name="mlsched", standalone_mode=False)
+    except UserError as exc:
+        click.echo(f"mlsched: error: {exc.message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    finally:
+        from ..io.files import set_limits
+
+        set_limits(())  # --limit holds for one command (main runs many times in one test process)
+        COMMAND.update(watchdog=False, start=None)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,167 @@
+"""``--method exact`` as a MIP solver is: anytime at every size.
+
+An exact method answers within its time limit with the best decision it has and the best bound it
+proved, as HiGHS or Gurobi do when stopped, never with nothing where a heuristic answers in
+milliseconds:
+
+1. the family's quickest heuristic (``Family.quick``) answers first, in a small share of the time,
+   and is :func:`~mlsched_opt.clock.offer`-ed, so a run cut off later (in a model build, in a
+   solver's native code, by a Ctrl-C) still has it;
+2. the exact search runs in the time left (the family's own: the full model when it fits, a
+   large-neighbourhood search or a decomposition where it does not; see each family's ``exact``);
+3. :func:`combine` keeps the better *checked* decision of the two and the exact search's proven
+   bound (or the family's bound when the search proved none), and says which is which.
+
+What is claimed stays certified: ``optimal`` and ``infeasible`` come only from the exact search
+(confirmed by :mod:`mlsched_opt.solvers.certify`); an answer that reaches its proven bound is
+``feasible`` with gap 0, since no second route confirmed the bound.  Our design.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..clock import offer
+from ..errors import ModelTooLarge
+from ..report import SolveOptions
+from .base import MethodResult
+
+if TYPE_CHECKING:
+    from ..io.instance import Instance
+    from .base import Family
+
+log = logging.getLogger(__name__)
+
+#: share of an exact method's time limit its quick start may take (the heuristics are anytime and
+#: return at their deadline, so the exact search keeps the rest)
+QUICK_SHARE = 0.1
+#: share of what is left that a search without a bound of its own leaves for the family's bound
+BOUND_SHARE = 0.2
+#: the least the exact search is given: it still starts, and returns at once
+MIN_S = 0.01
+
+Run = Callable[["Instance", Mapping[str, Any], SolveOptions], MethodResult]
+
+
+def quick_answer(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,
+                 seconds: float) -> MethodResult | None:
+    """The family's quickest heuristic's answer within ``seconds`` (offered as the run's incumbent),
+    or ``None`` when the family names none or it found nothing."""
+    if not family.quick:
+        return None
+    method = family.method(family.quick)
+    try:
+        result = method.run(instance, options, dataclasses.replace(solve_options, time_limit=max(seconds, MIN_S)))
+    except ModelTooLarge:
+        return None
+    if result.decision is None or result.report.objective is None:
+        return None
+    offer(result.report, result.decision)
+    return result
+
+
+def anytime_exact(family: Family, search: Run) -> Run:
+    """``search`` (an exact method's run) made anytime: a quick start first, the better checked
+    answer of the two, and a bound even when the full model is too large to build."""
+
+    def run(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+        started = time.perf_counter()
+        deadline = started + solve_options.time_limit
+        quick = quick_answer(family, instance, options, solve_options, QUICK_SHARE * solve_options.time_limit)
+        left = max(deadline - time.perf_counter(), MIN_S)
+        try:
+            found: MethodResult | None = search(instance, options, dataclasses.replace(solve_options, time_limit=left))
+            refused = ""
+        except ModelTooLarge as exc:
+            found, refused = None, exc.message()
+        return combine(family, instance, options, solve_options, quick, found, deadline, refused)
+
+    return run
+
+
+def combine(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,
+            quick: MethodResult | None, found: MethodResult | None, deadline: float, refused: str = "") -> MethodResult:
+    """The exact method's answer from its quick start and its search.
+
+    A proof of the search stands (``optimal``, ``infeasible``, ``unbounded``, ``disputed``), except an
+    ``infeasible`` that the quick start's checked decision refutes.  Otherwise the better checked
+    decision of the two is the answer, with the search's proven bound, else the family's bound in the
+    time left."""
+    from ..report import SolveReport
+
+    sense = family.sense(options)
+    if found is not None and found.report.status in ("optimal", "unbounded", "disputed"):
+        return found
+    quick_value = None if quick is None or quick.decision is None else family._evaluate(instance, options, quick.decision)[0]
+    if found is not None and found.report.status == "infeasible":
+        if quick is None or quick_value is None:
+            return found
+        note = (f"the exact search claimed 'infeasible', but {family.quick} found a decision the checker accepts: "
+                f"the claim is refuted (a solver defect; please report it)")
+        return MethodResult(_as(quick, found, quick_value, None, "feasible", note), quick.decision)
+    found_value = None
+    if found is not None and found.decision is not None:
+        found_value, _why = family._evaluate(instance, options, found.decision)
+    bound = None
+    if found is not None and found.report.status in ("feasible", "time-limit-no-solution") and found.report.bound is not None:
+        bound = found.report.bound
+    notes = [refused and f"the full model is not built ({refused})"]
+    if bound is None and family.bounded:
+        bound, note = _family_bound(family, instance, options, solve_options, deadline)
+        notes.append(note)
+    if quick is not None and quick_value is not None and (found_value is None or _better(quick_value, found_value, sense)):
+        notes.append(f"the answer is {family.quick}'s (the quick start)" + (
+            f"; the search's best was {found_value:g}" if found_value is not None else "; the search found no better one"))
+        base = found.report if found is not None else quick.report
+        return MethodResult(_as(quick, found, quick_value, bound, "feasible", "; ".join(filter(None, [base.message, *notes]))),
+                            quick.decision)
+    if found is not None and found_value is not None:
+        return MethodResult(_as(found, found, found_value, bound, "feasible", "; ".join(filter(None, [found.report.message, *notes]))),
+                            found.decision)
+    # nothing checked: the search's report as it is (no solution), with the bound it or the family proved
+    base = found.report if found is not None else SolveReport(
+        status="time-limit-no-solution", objective=None, bound=None, sense=sense, solver=solve_options.solver,
+        solver_version="", options=solve_options.to_dict())
+    status = base.status if base.status in ("time-limit-no-solution", "error", "failed") else "time-limit-no-solution"
+    return MethodResult(dataclasses.replace(base, status=status, objective=None, bound=bound,
+                                            message="; ".join(filter(None, [base.message, *notes]))), None)
+
+
+def _better(a: float, b: float, sense: str) -> bool:
+    return a < b if sense == "min" else a > b
+
+
+def _as(source: MethodResult, found: MethodResult | None, value: float, bound: float | None, status: str, message: str):
+    """``source``'s report as the exact method's: the checker's value, the proven bound (none when the
+    checked value beats it: then the bound is wrong), the search's solver and timings when there was one."""
+    from .base import _beyond_its_bound
+
+    rep = found.report if found is not None else source.report
+    out = dataclasses.replace(rep, status=status, objective=value, bound=bound, message=message,
+                              solve_s=rep.solve_s + (source.report.solve_s if source is not found else 0.0))
+    return _beyond_its_bound(out, float(out.options.get("gap", 1e-6)) if out.options else 1e-6)
+
+
+def _family_bound(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,
+                  deadline: float) -> tuple[float | None, str]:
+    """The family's proven bound in the time left (its ``relaxation``), or why there is none."""
+    from ..errors import UserError
+
+    left = deadline - time.perf_counter()
+    if left <= MIN_S:
+        return None, "no time was left for a bound"
+    label = family.bound_label.replace(" (bound)", "")
+    try:
+        rep = family.lp_bound(instance, options, dataclasses.replace(solve_options, time_limit=left))
+    except UserError as exc:
+        return None, f"no bound: {exc.message()}"
+    except Exception as exc:
+        log.debug("the bound failed", exc_info=True)
+        return None, f"no bound: the {label} failed ({type(exc).__name__})"
+    if rep.status in ("optimal", "feasible") and rep.bound is not None:
+        return rep.bound, f"bound by the {label} ({rep.wall_s:.2f} s)"
+    return None, f"no bound: the {label} ended {rep.status}"
