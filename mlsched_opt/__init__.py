@@ -1,13 +1,74 @@
-"""mlsched-opt: optimization models for scheduling distributed deep-learning jobs.
+"""mlsched-opt: optimization models for scheduling distributed deep-learning jobs on GPU clusters.
+
+The library in one import::
+
+    import mlsched_opt as ms
+
+    inst = ms.load("instances/demo.toml")                    # an Instance
+    run = ms.solve(inst, "ffd", time_limit=60)               # checked, bounded, rated
+    run.status, run.objective, run.bound, run.gap, run.ratio, run.check.feasible
+    run.save("ffd.sol.json"); print(run)                     # what `mlsched solve` prints
+    cmp = ms.compare(inst, ["exact", "ffd", "pop"], solvers=("highs", "cpsat"))
+    cmp.to_frame()                                           # a pandas DataFrame, one row per run
+    ms.check(inst, "ffd.sol.json")                           # a CheckResult (.feasible, .violations)
+    ms.generate("oasis", jobs=8, servers=2, seed=3)          # an Instance
+    ms.families(); ms.family("oasis").methods                # the registry, read only
+
+Every name is loaded when first used: ``import mlsched_opt`` (and ``mlsched --help``) imports no
+solver, no model builder and no family.
 
 The package is laid out by concern:
 
+``mlsched_opt.pipeline``  one pipeline for every answer: method, check, bound, dispute, ratio
 ``mlsched_opt.io``        instance, solution and workload-catalog files (reading, schema, writing)
-``mlsched_opt.solvers``   one solve function over Pyomo models for HiGHS, CP-SAT and other solvers
-``mlsched_opt.checking``  the independent checker core (feasibility and objective from a decision)
 ``mlsched_opt.problems``  one subpackage per problem family, plugged into a registry
-``mlsched_opt.bench``     method comparison, ratios to the optimum, report tables
-``mlsched_opt.cli``       the ``mlsched`` command
+``mlsched_opt.checking``  the independent checker core (feasibility and objective from a decision)
+``mlsched_opt.solvers``   one solve function over Pyomo models for HiGHS, CP-SAT and other solvers
+``mlsched_opt.bench``     benchmark suites: method comparison over many instances, ratios, reports
+``mlsched_opt.cli``       the ``mlsched`` command (parses and prints; the work is the library's)
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: facade name -> "module:attribute", imported on first use
+_FACADE = {
+    "load": "mlsched_opt.facade:load",
+    "solve": "mlsched_opt.pipeline:solve",
+    "compare": "mlsched_opt.pipeline:compare",
+    "check": "mlsched_opt.pipeline:check",
+    "generate": "mlsched_opt.facade:generate",
+    "families": "mlsched_opt.facade:families",
+    "family": "mlsched_opt.facade:family",
+    "Run": "mlsched_opt.pipeline:Run",
+    "Comparison": "mlsched_opt.pipeline:Comparison",
+    "Instance": "mlsched_opt.io.instance:Instance",
+    "Solution": "mlsched_opt.io.solution:Solution",
+    "CheckResult": "mlsched_opt.checking.core:CheckResult",
+    "SolveReport": "mlsched_opt.report:SolveReport",
+    "Status": "mlsched_opt.report:Status",
+    "Family": "mlsched_opt.problems.base:Family",
+    "Method": "mlsched_opt.problems.base:Method",
+    "Option": "mlsched_opt.problems.base:Option",
+    "UserError": "mlsched_opt.errors:UserError",
+}
+
+__all__ = ["__version__", *_FACADE]
+
+
+def __getattr__(name: str) -> Any:
+    target = _FACADE.get(name)
+    if target is None:
+        raise AttributeError(f"module 'mlsched_opt' has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FACADE))

@@ -12,7 +12,6 @@ end a run early.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 import threading
@@ -155,6 +154,7 @@ def watching(listener: Callable[[Any, Any], None]) -> Iterator[None]:
 # --- progress of a long run --------------------------------------------------------------------
 
 _listeners: list[Callable[[int, int, str], None]] = []
+_status_listeners: list[Callable[[str], None]] = []
 
 
 def progress(done: int, total: int, unit: str = "jobs") -> None:
@@ -164,47 +164,82 @@ def progress(done: int, total: int, unit: str = "jobs") -> None:
         _listeners[-1](done, total, unit)
 
 
+def status(text: str) -> None:
+    """A search says where it stands (``incumbent 42, bound 43, gap 2.3%``): an exact solve's
+    solver callbacks call it on every improvement, so a user sees the gap close without ``-v``'s logs."""
+    if _status_listeners:
+        _status_listeners[-1](text)
+
+
+def search_status(objective: float | None, bound: float | None) -> None:
+    """:func:`status` of an incumbent and a bound, in the toolkit's words."""
+    if not _status_listeners:
+        return
+    from .report import relative_gap
+
+    gap = relative_gap(objective, bound)
+    parts = [f"incumbent {objective:.6g}" if objective is not None else "no incumbent",
+             f"bound {bound:.6g}" if bound is not None else "no bound"]
+    if gap is not None:
+        parts.append(f"gap {100 * gap:.3g}%")
+    status(", ".join(parts))
+
+
 @contextmanager
-def listening(listener: Callable[[int, int, str], None]) -> Iterator[None]:
+def listening(listener: Callable[[int, int, str], None], on_status: Callable[[str], None] | None = None) -> Iterator[None]:
     _listeners.append(listener)
+    if on_status is not None:
+        _status_listeners.append(on_status)
     try:
         yield
     finally:
         _listeners.remove(listener)
+        if on_status is not None:
+            _status_listeners.remove(on_status)
 
 
-class TerminalProgress:
-    """``--method oasis: 812/2000 jobs (41%), elapsed 0:12, ETA 0:17`` on one line of a terminal
-    (redrawn at most every ``every_s``; nothing when the stream is not a terminal, so logs and
-    pipes stay clean), cleared by :meth:`close`."""
+class ProgressBar:
+    """A run's progress as a tqdm bar on stderr: a method's loop (``812/2000 jobs``, with tqdm's rate
+    and ETA) and a search's standing (incumbent, bound, gap) after it.  Nothing when the stream is not
+    a terminal (a log or a pipe stays clean); in a notebook, ``notebook=True`` draws tqdm's widget.
+    The bar is made on the first report, so a run that reports nothing draws nothing."""
 
-    def __init__(self, label: str, clock: CommandClock, stream: TextIO | None = None, every_s: float = 0.5):
-        self.label, self.clock, self.every_s = label, clock, every_s
+    def __init__(self, label: str, stream: TextIO | None = None, every_s: float = 0.5, notebook: bool = False):
+        self.label, self.every_s, self.notebook = label, every_s, notebook
         self.stream = stream if stream is not None else sys.stderr
-        self.active = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.perf_counter()
-        self._last = -math.inf
-        self._drawn = False
+        self.active = notebook or (hasattr(self.stream, "isatty") and self.stream.isatty())
+        self._bar: Any = None
+        self._unit = ""
+
+    def _open(self, total: int | None, unit: str) -> Any:
+        if self._bar is not None and (unit == self._unit or total is None):
+            return self._bar
+        self.close()
+        if self.notebook:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm import tqdm
+        self._unit = unit
+        self._bar = tqdm(total=total, desc=self.label, unit=f" {unit}" if unit else "it", file=self.stream, leave=False,
+                         mininterval=self.every_s, dynamic_ncols=True)
+        return self._bar
 
     def __call__(self, done: int, total: int, unit: str) -> None:
-        now = time.perf_counter()
-        if not self.active or (now - self._last < self.every_s and done < total):
+        if not self.active:
             return
-        self._last = now
-        elapsed = now - self.start
-        eta = "-" if done <= 0 else _clock_text(min(elapsed / done * (total - done), max(self.clock.left(), 0.0)))
-        pct = 100.0 * done / total if total else 100.0
-        self.stream.write(f"\r{self.label}: {done}/{total} {unit} ({pct:.0f}%), elapsed {_clock_text(elapsed)}, "
-                          f"ETA {eta} ".ljust(78))
-        self.stream.flush()
-        self._drawn = True
+        bar = self._open(total, unit)
+        bar.total = total
+        bar.n = done
+        bar.refresh() if done >= total else bar.update(0)
+
+    def show(self, text: str) -> None:
+        """A search's standing (:func:`status`), after the label."""
+        if not self.active:
+            return
+        bar = self._open(None, self._unit or "")
+        bar.set_postfix_str(text, refresh=True)
 
     def close(self) -> None:
-        if self._drawn:
-            self.stream.write("\r" + " " * 78 + "\r")
-            self.stream.flush()
-
-
-def _clock_text(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes}:{secs:02d}"
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -218,7 +218,7 @@ class Run:
 
     def to_frame(self):
         """A one-row pandas DataFrame of :meth:`to_dict` (pandas must be installed)."""
-        import pandas as pd  # type: ignore[import-untyped]  # an optional dependency without stubs here
+        import pandas as pd
 
         return pd.DataFrame([_flat(self.to_dict())])
 

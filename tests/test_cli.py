@@ -343,3 +343,28 @@ def test_verbose_streams_each_solvers_log_to_stderr_only(run):
         assert banner in err, (solver, err[-500:])
     code, out, err = run("solve", DEMO, "--solver", "highs", "--no-certify", "--json")
     assert code == 0 and "HiGHS" not in err  # without -v, no solver log
+
+
+def test_global_options_are_taken_anywhere_on_the_line(run, tmp_path):
+    """-v, -q, --catalog and --limit mean the same before and after the verb (issue 31: they were
+    refused after it)."""
+    code, _, err = run("solve", DEMO, "--method", "ffd", "-v")
+    assert code == 0 and re.search(r"^debug: mlsched_opt\.cli: read .*demo\.toml", err, re.M), err
+    code, _, err = run("compare", DEMO, "--methods", "ffd", "--solvers", "highs", "--quiet")
+    assert code == 0 and err == ""
+    code, _, err = run("validate", DEMO, "--limit", "jobs=5")
+    assert code == 2 and "over the limit jobs=5" in err
+    code, _, err = run("validate", DEMO, "-v", "-q")
+    assert code == 2 and "--quiet" in err
+    code, _, err = run("-v", "validate", DEMO, "--quiet")  # one state, wherever each was given
+    assert code == 2 and "--quiet" in err
+
+
+def test_an_unknown_problem_in_a_file_is_refused_by_validate_with_a_suggestion(run, tmp_path):
+    bad = tmp_path / "typo.toml"
+    bad.write_text(DEMO.read_text().replace('problem = "packing"', 'problem = "pakcing"', 1))
+    for args in (("validate", bad), ("solve", bad, "--method", "ffd")):
+        code, out, err = run(*args)
+        assert code == 2 and not out
+        assert err.strip() == (f"mlsched: error: {bad}: problem: unknown problem 'pakcing'; did you mean 'packing'? "
+                               "(known: packing, smd, oasis, hetero, locality, harmony)"), err

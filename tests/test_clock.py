@@ -17,11 +17,12 @@ import pytest
 
 from mlsched_opt.clock import (
     CommandClock,
-    TerminalProgress,
+    ProgressBar,
     default_threads,
     listening,
     process_age,
     progress,
+    search_status,
     usable_cpus,
 )
 from mlsched_opt.problems.base import Family
@@ -155,22 +156,23 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_is_drawn_on_a_terminal_only_and_cleared():
-    clock = CommandClock(time.perf_counter(), 60.0)
     screen = _Terminal()
-    bar = TerminalProgress("--method oasis", clock, stream=screen, every_s=0.0)
-    with listening(bar):
+    bar = ProgressBar("--method oasis", stream=screen, every_s=0.0)
+    with listening(bar, bar.show):
         progress(0, 4)
         progress(2, 4)
+        search_status(36.0, 43.0)
         progress(4, 4)
     bar.close()
     text = screen.getvalue()
-    assert "--method oasis: 0/4 jobs (0%)" in text and "ETA -" in text
-    assert "2/4 jobs (50%)" in text and "4/4 jobs (100%)" in text and "ETA 0:00" in text
-    assert text.endswith("\r")  # the line is cleared for what follows
+    assert "--method oasis" in text and "0/4" in text and "2/4" in text and "4/4" in text and " jobs" in text
+    assert "incumbent 36, bound 43, gap 16.3%" in text
+    assert text.endswith("\r") or text.endswith("\x1b[A")  # the line is cleared for what follows (leave=False)
     pipe = io.StringIO()  # not a terminal: nothing (a log or a pipe stays clean)
-    quiet = TerminalProgress("x", clock, stream=pipe, every_s=0.0)
-    with listening(quiet):
+    quiet = ProgressBar("x", stream=pipe, every_s=0.0)
+    with listening(quiet, quiet.show):
         progress(1, 2)
+        search_status(1.0, None)
     quiet.close()
     assert pipe.getvalue() == ""
     progress(1, 2)  # no listener: nothing happens

@@ -18,8 +18,9 @@ from hypothesis import given, settings, strategies as st
 from mlsched_opt.checking.core import CheckResult
 from mlsched_opt.io import from_document, load_catalog
 from mlsched_opt.problems import GenerateSpec, check_solution, get_family
+from mlsched_opt.problems.smd.bound import lp_relaxation
 from mlsched_opt.problems.smd.check import check
-from mlsched_opt.problems.smd.formulation import build_model, lp_relaxation
+from mlsched_opt.problems.smd.formulation import build_model
 from mlsched_opt.problems.smd.inner import algorithm1, best_integer
 from mlsched_opt.problems.smd.mkp import frieze_clarke
 from mlsched_opt.problems.smd.ratios import SidedPolygon, polygon, ratio_terms, side_rows, vertex_minimum

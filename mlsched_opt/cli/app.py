@@ -37,7 +37,7 @@ VERBS: dict[str, tuple[str, str]] = {
 #: the command being run: when it started (the process start for a real ``mlsched`` process, the
 #: call of :func:`~mlsched_opt.cli.main` in-process) and whether ``solve`` may arm its watchdog
 #: (only in a process of its own: ending the process would end an in-process caller)
-COMMAND: dict[str, Any] = {"watchdog": False, "start": None}
+COMMAND: dict[str, Any] = {"watchdog": False, "start": None, "fast_exit": False}
 
 
 def command_start() -> float:
@@ -138,6 +138,7 @@ class Verb(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         _apply(ctx)
+        COMMAND["fast_exit"] = True  # nothing of a verb's needs the interpreter's teardown (bench's pools do)
         return super().invoke(ctx)
 
 

@@ -33,6 +33,9 @@ TERMINATED = 143
 INTERRUPTED = 130
 
 _installed = False
+#: a duplicate of fd 2 made at installation: a solver's log capture may hold fd 2 and sys.stderr
+#: when a signal comes, and what we say must reach the user all the same
+_stderr_fd: int | None = None
 _interrupts = 0
 _on_interrupt: Callable[[], None] | None = None
 
@@ -129,11 +132,20 @@ def on_interrupt(callback: Callable[[], None] | None) -> None:
     _on_interrupt = callback
 
 
+def _say(text: str) -> None:
+    """A line on the user's stderr, even while a solver's log capture holds fd 2."""
+    with contextlib.suppress(Exception):
+        if _stderr_fd is not None:
+            os.write(_stderr_fd, text.encode("utf-8", "replace"))
+        else:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+
 def _end(code: int, words: str) -> None:
     _remove_temporaries()
     with contextlib.suppress(Exception):
-        written = _written_note()
-        sys.stderr.write(f"mlsched: {words}{written}\n")
+        _say(f"mlsched: {words}{_written_note()}\n")
     _flush()
     os._exit(code)
 
@@ -157,17 +169,18 @@ def _handle(signum: int) -> None:
         if _interrupts > 1 or callback is None:
             _end(INTERRUPTED, "interrupted")
         request_stop()
-        with contextlib.suppress(Exception):
-            sys.stderr.write("\nmlsched: interrupted: returning the best answer so far (Ctrl-C again to quit at once)\n")
+        _say("\nmlsched: interrupted: returning the best answer so far (Ctrl-C again to quit at once)\n")
         if callback is not None:
             callback()
 
 
 def install() -> None:
     """Route SIGINT and SIGTERM to :func:`_handle` on a thread of their own (main thread only; once)."""
-    global _installed
+    global _installed, _stderr_fd
     if _installed or threading.current_thread() is not threading.main_thread():
         return
+    with contextlib.suppress(OSError):
+        _stderr_fd = os.dup(2)
     read, write = os.pipe()
     os.set_blocking(write, False)
     signal.set_wakeup_fd(write, warn_on_full_buffer=False)

@@ -99,7 +99,7 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
 
 
 def _solve(ctx, tracker, ending, clock, file, problem, method, sets, certify, solver, gap, threads, seed, bound, out, flags):
-    from ..clock import TerminalProgress, listening, stop_requested
+    from ..clock import ProgressBar, listening, stop_requested
     from ..io.files import check_writable
     from ..io.instance import refuse_slow_read
     from ..pipeline import family_for, solve as run_pipeline
@@ -118,9 +118,9 @@ def _solve(ctx, tracker, ending, clock, file, problem, method, sets, certify, so
         if Path(out).suffix.lower() != ".json":  # `check` reads solutions only as .json
             raise OptionError(f"solution files are JSON: {out!r} must end in .json", field="--out")
     # progress on a terminal (INFO: --quiet asks for none)
-    ending.bar = TerminalProgress(f"--method {method}", clock) if log.isEnabledFor(logging.INFO) else None
+    bar = ending.bar = ProgressBar(f"--method {method}") if log.isEnabledFor(logging.INFO) else None
     try:
-        with listening(ending.bar if ending.bar is not None else (lambda *_: None)):
+        with listening(bar if bar is not None else (lambda *_: None), bar.show if bar is not None else None):
             run = run_pipeline(inst, method, problem=family.name, solver=solver, gap=gap, threads=threads, seed=seed,
                                certify=certify, bound=bound and not stop_requested(), options=raw, clock=clock, tracker=tracker)
     finally:

@@ -35,6 +35,30 @@ def use_threads(h: highspy.Highs, threads: int) -> None:
     h.setOptionValue("threads", int(threads))
 
 
+def watch(h: highspy.Highs, report: bool = True) -> None:
+    """Let ``h``'s next MIP run be followed and stopped: every improving incumbent is reported with the
+    dual bound (:func:`mlsched_opt.clock.search_status`, drawn by ``mlsched solve``'s progress line),
+    and the run stops with its incumbent when the user asks (:func:`mlsched_opt.clock.stop_requested`,
+    the first Ctrl-C), as HiGHS does at its own time limit.  HiGHS polls the interrupt callback between
+    nodes and releases the GIL while it runs, so a Ctrl-C is seen within milliseconds."""
+    from ..clock import search_status, stop_requested
+
+    kinds = highspy.cb.HighsCallbackType
+
+    def callback(kind, message, data_out, data_in, user_data) -> None:
+        if kind == kinds.kCallbackMipInterrupt:
+            if stop_requested():
+                data_in.user_interrupt = True
+        elif kind == kinds.kCallbackMipImprovingSolution:
+            bound = data_out.mip_dual_bound
+            search_status(data_out.objective_function_value, bound if abs(bound) < INF else None)
+
+    h.setCallback(callback, None)
+    h.startCallback(kinds.kCallbackMipInterrupt)
+    if report:
+        h.startCallback(kinds.kCallbackMipImprovingSolution)
+
+
 @dataclass(frozen=True)
 class LPResult:
     status: str  # "optimal" | "time-limit" (with a feasible x) | "infeasible" | "unbounded" | "failed"

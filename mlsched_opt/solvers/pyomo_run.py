@@ -143,9 +143,29 @@ def solve_highs(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
         TC.unbounded: "unbounded",
         TC.infeasibleOrUnbounded: "infeasible-or-unbounded",
     }.get(results.termination_condition, "error")
+    if termination == "error" and _interrupted():  # Pyomo 6.10 does not map HiGHS's kInterrupt (a Ctrl-C)
+        termination = "limit"
     bound = proven_bound(results.objective_bound)  # HiGHS's "no bound" is inf, or 1e20
     message = "" if termination != "error" else f"HiGHS ended with {results.termination_condition.name}"
     return BackendResult(termination, has_solution, bound, version, "; ".join(filter(None, [message, start_note])), prep_s=prep_s)
+
+
+def _interrupted() -> bool:
+    from ..clock import stop_requested
+
+    return stop_requested()
+
+
+class _QuietInterrupt(logging.Filter):
+    """Pyomo warns of HiGHS's interrupt status as unhandled; after a Ctrl-C it is what was asked for."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_interrupted() and "kInterrupt" in record.getMessage())
+
+
+logging.getLogger("pyomo.contrib.solver").addFilter(_QuietInterrupt())
+for _name in ("pyomo.contrib.solver.solvers.highs", "pyomo.contrib.solver.common.base", "pyomo.contrib.solver.base"):
+    logging.getLogger(_name).addFilter(_QuietInterrupt())
 
 
 def start_of(model: pyo.ConcreteModel) -> list[tuple[Any, float]]:
@@ -171,6 +191,9 @@ def _started_highs_class() -> type:
                 self.start_note = ""
 
         def _solve(self):
+            from .highs_lp import watch
+
+            watch(self._solver_model)  # progress on the terminal, and a Ctrl-C stops HiGHS with its incumbent
             if self._mlsched_start:
                 import highspy
                 import numpy as np

@@ -75,7 +75,7 @@ FAMILY = Family(
         Option("optimus", "stop", OPTIMUS_VARIANTS, "Optimus stopping rule"),
     ),
     trace=TraceImport(("philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
-    relaxation=L("formulation:lp_relaxation"),
+    relaxation=L("bound:lp_relaxation"),
     start=L("formulation:exact_start"),
     model_cells=lambda instance: len(instance.jobs),  # the knapsack: one binary per job
 )

@@ -14,7 +14,7 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
 from .baselines import esw, optimus
-from .formulation import decision, values
+from .decision import decision, values
 from .inner import NONE, Allocation, algorithm1, algorithm2, best_integer, scale_factor
 from .mkp import exact_knapsack, frieze_clarke
 from .view import SmdJob, SmdView, smd_view

@@ -1,0 +1,63 @@
+"""The facade's own functions (``import mlsched_opt as ms``): reading, generating, the registry.
+
+``ms.solve``, ``ms.compare`` and ``ms.check`` are the pipeline's (:mod:`mlsched_opt.pipeline`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .io.instance import Instance
+    from .problems.base import Family
+
+
+def load(path: str | Path, catalog: str | Path | None = None) -> Instance:
+    """Read, validate and resolve an instance file (``.toml`` or ``.json``); ``catalog`` is a workload
+    catalog of your own laid over the shipped one (as ``mlsched --catalog``).
+
+    Raises :class:`~mlsched_opt.errors.UserError` naming the file and the field for anything wrong."""
+    from .io import load_instance
+
+    return load_instance(path, catalog=catalog)
+
+
+def generate(problem: str, *, jobs: int, servers: int, seed: int, slots: int | None = None,
+             options: Mapping[str, Any] | None = None, catalog: str | Path | None = None) -> Instance:
+    """A random instance of ``problem``, as ``mlsched generate`` writes it (same seed, same instance);
+    ``options`` are the family's generator options (``mlsched info`` lists them)."""
+    from .errors import OptionError
+    from .io import from_document, load_catalog
+    from .io.files import limits, over_limit
+    from .problems import GenerateSpec, get_family
+
+    if seed < 0:
+        raise OptionError(f"seed must be >= 0, got {seed}", field="seed")
+    caps = limits()
+    for name, value in (("jobs", jobs), ("servers", servers), ("slots", slots)):
+        if value is not None and (value < 1 or value > caps[name]):
+            if value < 1:
+                raise OptionError(f"{name} must be >= 1, got {value}", field=name)
+            raise over_limit(name, value, f"the number of {name}", None, name)
+    family = get_family(problem)
+    cat = load_catalog(catalog)
+    spec = GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=family.parse_generate_options(dict(options or {})))
+    return from_document(family.generate(spec, cat), catalog=cat)
+
+
+def families() -> Mapping[str, Family]:
+    """The registry: problem name -> :class:`~mlsched_opt.problems.base.Family`, read only."""
+    from .problems import REGISTRY
+
+    return MappingProxyType({name: REGISTRY[name] for name in REGISTRY})
+
+
+def family(name: str) -> Family:
+    """One family of the registry (its ``methods``, ``options``, ``sense``, ...), or a
+    :class:`~mlsched_opt.errors.OptionError` naming the known ones."""
+    from .problems import get_family
+
+    return get_family(name)
