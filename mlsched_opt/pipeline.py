@@ -308,7 +308,7 @@ def solve(instance: Instance | str | Path, method: str = "exact", *, problem: st
 def add_bound(family: Family, instance: Instance, options: Mapping[str, Any], sol: Solution, solve_opts: SolveOptions) -> Solution:
     """``sol`` with the family's proven bound on the optimum in its report (an approximation's answer);
     a bound the checked answer beats is no bound, and the answer is then ``disputed``."""
-    from .solvers.certify import better
+    from .tolerances import better
 
     rep = sol.report
     label = family.bound_label.replace(" (bound)", "")
@@ -361,3 +361,85 @@ def check(instance: Instance | str | Path, solution: Solution | str | Path, *, p
     if problem is not None and problem != sol.problem:
         raise OptionError(f"the solution is for problem {sol.problem!r}, not {problem!r}", field="--problem")
     return check_solution(inst, sol, dict(options or {}))
+
+
+@dataclass
+class Comparison:
+    """Several methods on one instance, each answer checked, with ratios to the proven optimum (or,
+    when none is proven, to the best proven bound: ``ratio_is_bound``), as ``mlsched compare`` prints.
+
+    ``rows`` are the runs in the order asked, then the family's bound (``method == "lp"``); a run
+    whose method or solver failed is a row with status ``error`` and the message, never a lost table.
+    """
+
+    instance: Instance
+    family: Family
+    options: Mapping[str, Any]
+    rows: list[Any]
+    gap: float = 1e-6
+
+    @property
+    def runs(self) -> list[Any]:
+        return [r for r in self.rows if r.method != "lp"]
+
+    @property
+    def disputed(self) -> list[Any]:
+        return [r for r in self.rows if r.report.status == "disputed"]
+
+    @property
+    def failed(self) -> list[Any]:
+        """Rows that need attention: a rejected decision, a dispute, an error."""
+        return [r for r in self.rows if (r.check is not None and not r.check.feasible) or r.report.status in ("disputed", "error")]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in self.rows]
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per run (and the bound's row)."""
+        import pandas as pd
+
+        return pd.DataFrame([_flat(r.to_dict()) for r in self.rows])
+
+    def header(self) -> str:
+        from .render import fmt
+
+        opts = ", ".join(f"{k}={fmt(v)}" for k, v in self.options.items())
+        return (f"{self.family.name} on {self.instance.name} ({len(self.instance.jobs)} jobs, {len(self.instance.servers)} servers; "
+                f"{opts}; sense {self.family.sense(self.options)}; gap {self.gap:g})")
+
+    def __str__(self) -> str:
+        from .bench.compare import format_table
+
+        return "\n".join([self.header(), format_table(self.rows),
+                          "ratio: how far from the proven optimum (1 = optimal); '<=' when only a bound is proven"])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<p>{html.escape(self.header())}</p>" + self.to_frame().to_html(index=False)
+
+
+def compare(instance: Instance | str | Path, methods: list[str] | tuple[str, ...] | None = None, *, problem: str | None = None,
+            solvers: tuple[str, ...] | list[str] = ("highs", "cpsat"), solver: str = "highs", time_limit: float = 60.0,
+            gap: float = 1e-6, threads: int | None = None, seed: int = 0, certify: bool = True, bound: bool = True,
+            options: Mapping[str, Any] | None = None, catalog: str | None = None, progress: Any = None) -> Comparison:
+    """Run ``methods`` on ``instance`` (default: every method of the family but oracles and those whose
+    extra is not installed), the exact method once per solver in ``solvers``; check every answer,
+    dispute a claimed optimum that a checked answer beats, add the family's bound, and rate every
+    answer.  ``time_limit`` is per run; ``progress(text)`` hears which run starts."""
+    from .bench.compare import compare as compare_rows
+    from .io import load_instance
+
+    inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
+    fam = family_for(inst, problem)
+    names = list(methods) if methods else [m.name for m in fam.methods.values() if m.kind != "oracle" and m.available]
+    pairs: list[tuple[str, str]] = []
+    for name in names:
+        m = fam.method(name.strip())
+        pairs += [(m.name, s) for s in solvers] if m.kind == "exact" else [(m.name, solver)]
+    for _, s in pairs:
+        solve_options(s, time_limit, gap, threads, seed)  # every solver named is known and installed, before any run
+    opts = fam.resolve_options(inst, dict(options or {}))
+    rows = compare_rows(inst, fam, pairs, opts, solve_options(solver, time_limit, gap, threads, seed, certify), lp_bound=bound,
+                        progress=progress)
+    return Comparison(inst, fam, opts, rows, gap)

@@ -82,3 +82,17 @@ def core_capacity_limit(cap: Any) -> Any:
 def proven_bound(bound: float | None) -> float | None:
     """``bound``, or ``None`` when it is a solver's "no bound" (at or beyond :data:`SOLVER_INFINITY`, or NaN)."""
     return bound if bound is not None and abs(bound) < SOLVER_INFINITY else None
+
+
+def agree(a: float, b: float, gap: float) -> bool:
+    """Two objective values equal within the requested relative gap (at least :data:`CERTIFY_REL_TOL`,
+    the precision of CP-SAT's float objectives), plus :data:`OBJECTIVE_ABS_TOL` for optima at 0: the
+    solvers' accuracy, by which a claim is compared with another or with a checked answer."""
+    return abs(a - b) <= max(gap, CERTIFY_REL_TOL) * max(abs(a), abs(b)) + OBJECTIVE_ABS_TOL
+
+
+def better(a: float, b: float, sense: str, gap: float) -> bool:
+    """``a`` strictly better than ``b`` (for a ``sense`` of ``min`` or ``max``) beyond :func:`agree`."""
+    if agree(a, b, gap):
+        return False
+    return a > b if sense == "max" else a < b

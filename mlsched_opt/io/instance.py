@@ -19,6 +19,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -207,10 +208,18 @@ class Instance:
         _server_index: dict[str, Server] = field(init=False, repr=False, compare=False)
         _job_index: dict[str, Job] = field(init=False, repr=False, compare=False)
 
-    @property
+    @cached_property
     def sha256(self) -> str:
-        """Hash of the content (not the layout): the JSON and TOML forms of one instance agree."""
+        """Hash of the content (not the layout): the JSON and TOML forms of one instance agree.
+        Computed once (a solve asks for it several times; at 100,000 jobs it takes seconds)."""
         return hashlib.sha256(canonical_json(self.document).encode()).hexdigest()
+
+    def __repr__(self) -> str:
+        gpus = sum(s.capacity.get("gpu", 0) for s in self.servers)
+        where = f", file={self.file!r}" if self.file else ""
+        horizon = f", {self.slots} slots" if self.slots else ""
+        return (f"Instance({self.name!r}, problem={self.default_problem!r}, {len(self.jobs)} jobs, {len(self.servers)} servers "
+                f"({gpus:g} GPUs){horizon}{where})")
 
     def resource_names(self) -> list[str]:
         """Every resource any server or job mentions, standard ones first."""

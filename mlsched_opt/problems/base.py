@@ -153,7 +153,7 @@ def _beyond_its_bound(report: SolveReport, gap: float) -> SolveReport:
     then the model does not define the problem the checker accepts on this instance (its optimum is
     beaten by a decision the checker accepts), so its bound proves nothing and its "optimal" is not
     ours to print."""
-    from ..solvers.certify import better
+    from ..tolerances import better
 
     if report.objective is None or report.bound is None or not better(report.objective, report.bound, report.sense, gap):
         return report

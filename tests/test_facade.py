@@ -1,0 +1,97 @@
+"""The library's facade (``import mlsched_opt as ms``) is the product the CLI prints (issue 33): the
+example of the issue runs as written, ``ms.solve`` answers what ``mlsched solve --json`` answers for
+every method of every family, and importing the package loads no solver."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from mlsched_opt.io import load_instance
+from mlsched_opt.problems import REGISTRY
+
+from .conftest import DEMO, ROOT
+
+TOYS = {"packing": "demo", "smd": "smd-toy", "oasis": "oasis-toy", "hetero": "hetero-toy", "locality": "locality-toy",
+        "harmony": "harmony-toy"}
+CASES = [pytest.param(family, method, id=f"{family}-{method}")
+         for family, toy in TOYS.items() for method, m in REGISTRY[family].methods.items() if m.kind != "oracle" and m.available]
+
+
+def test_the_issues_example_runs_as_written(tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "instances", tmp_path / "instances")
+    monkeypatch.chdir(tmp_path)
+    import mlsched_opt as ms
+
+    inst = ms.load("instances/demo.toml")
+    run = ms.solve(inst, "ffd", solver=None, time_limit=60, gap=1e-6, threads=None, seed=0,
+                   certify=True, bound=True, options={"objective": "weight"})
+    assert (run.status, run.objective, run.check.feasible) == ("feasible", 36.0, True)
+    assert run.bound == pytest.approx(43.000036) and run.ratio == pytest.approx(run.bound / 36) and run.gap > 0
+    run.save("ffd.sol.json")
+    assert str(run).startswith("packing / ffd on demo: feasible") and "check: ok" in str(run)
+    cmp = ms.compare(inst, ["exact", "ffd", "pop"], solvers=("highs", "cpsat"))
+    frame = cmp.to_frame()
+    assert list(frame["label"]) == ["exact (highs)", "exact (cpsat)", "ffd", "pop", "lp-relaxation (bound)"]
+    assert list(frame["status"])[:2] == ["optimal", "optimal"] and frame["ratio"][2] == pytest.approx(42 / 36)
+    assert ms.check(inst, "ffd.sol.json").feasible
+    generated = ms.generate("oasis", jobs=8, servers=2, seed=3)
+    assert len(generated.jobs) == 8 and generated.default_problem == "oasis"
+    assert "oasis" in ms.families() and "oasis" in ms.family("oasis").methods
+    with pytest.raises(TypeError):
+        ms.families()["mine"] = ms.family("oasis")  # the registry, read only
+    assert "<table>" in run._repr_html_() and "<table" in cmp._repr_html_()
+
+
+@pytest.mark.parametrize("family, method", CASES)
+def test_the_facade_answers_what_the_command_prints(family, method, run, tmp_path):
+    import mlsched_opt as ms
+
+    path = ROOT / "instances" / f"{TOYS[family]}.toml"
+    out = tmp_path / "sol.json"
+    code, text, err = run("solve", path, "--method", method, "--json", "--threads", "1", "--time-limit", "60", "--out", out)
+    assert code in (0, 1), err
+    printed = json.loads(text)
+    got = ms.solve(load_instance(path), method, threads=1, time_limit=60)
+    assert got.status == printed["status"] and got.objective == printed["objective"]
+    if got.status != "feasible" or ms.family(family).method(method).kind != "exact":  # an anytime exact's bound may be timed
+        assert got.bound == printed["bound"]
+    assert (got.check.to_dict() if got.check else None) == printed["check"]
+    assert got.decision == json.loads(out.read_text()).get("decision")
+
+
+def test_importing_the_package_and_its_help_load_no_solver():
+    code = textwrap.dedent("""
+        import sys
+        import mlsched_opt as ms
+        ms.__version__
+        from mlsched_opt.cli import cli
+        from click.testing import CliRunner
+        assert CliRunner().invoke(cli, ["--help"]).exit_code == 0
+        heavy = ("scipy", "pyomo", "highspy", "ortools", "pyscipopt", "dask", "torch", "pandas")
+        print([m for m in heavy if m in sys.modules])
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_a_heuristic_solve_loads_no_model_builder_or_solver():
+    """``mlsched solve demo --method ffd --no-bound``: FFD needs numpy and nothing of Pyomo, SciPy or
+    the solvers (issue 33: they took 12 times the start-up of numpy + click)."""
+    code = textwrap.dedent(f"""
+        import sys
+        from mlsched_opt.cli import main
+        try:
+            main(["solve", {str(DEMO)!r}, "--method", "ffd", "--no-bound"])
+        except SystemExit as done:
+            assert done.code == 0, done.code
+        heavy = ("scipy", "pyomo", "highspy", "ortools", "pyscipopt", "dask", "torch", "pandas")
+        print([m for m in heavy if m in sys.modules])
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
