@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 def family_for(instance: Instance, problem: str | None = None) -> Family:
     """The family of a run: ``problem`` if given, else the instance's own ``problem`` field."""
-    from .problems import get_family, problem_names
+    from .problems import get_family, problem_names, unknown_problem_text
 
     if problem:
         return get_family(problem)
@@ -53,18 +53,6 @@ def family_for(instance: Instance, problem: str | None = None) -> Family:
     if name not in problem_names():  # the file's field is wrong, not a flag the user did not pass
         raise InstanceError(unknown_problem_text(name), instance.file, "problem")
     return get_family(name)
-
-
-def unknown_problem_text(name: str) -> str:
-    """``unknown problem 'pakcing'; did you mean 'packing'? (known: ...)``."""
-    import difflib
-
-    from .problems import problem_names
-
-    known = problem_names()
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown problem {name!r}{hint} (known: {', '.join(known)})"
 
 
 def solve_options(solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6, threads: int | None = None,
@@ -351,7 +339,7 @@ def check(instance: Instance | str | Path, solution: Solution | str | Path, *, p
     options, over the instance's own; never the solution's) and the decision."""
     from .io import load_instance
     from .io.solution import read_solution
-    from .problems import check_solution, problem_names
+    from .problems import check_solution, problem_names, unknown_problem_text
 
     inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
     sol = read_solution(solution) if isinstance(solution, (str, Path)) else solution

@@ -7,10 +7,10 @@ command show the same thing; the CLI only adds what belongs to a command (its cl
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .pipeline import Run
+#: a :class:`mlsched_opt.pipeline.Run` (this module sits below the pipeline, which prints with it)
+Run = Any
 
 
 def fmt(value: Any, digits: int = 6) -> str:

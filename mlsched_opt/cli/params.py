@@ -30,7 +30,7 @@ def solver_names() -> list[str]:
 
 
 def _check_problem(name: str, param: str) -> None:
-    from ..pipeline import unknown_problem_text
+    from ..problems import unknown_problem_text
 
     if name not in problem_names():
         raise OptionError(unknown_problem_text(name), field=param)

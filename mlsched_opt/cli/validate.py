@@ -21,8 +21,7 @@ def validate(ctx: click.Context, file: str) -> int:
       mlsched validate instances/demo.toml
     """
     from ..errors import InstanceError
-    from ..pipeline import unknown_problem_text
-    from ..problems import problem_names
+    from ..problems import problem_names, unknown_problem_text
 
     inst = load(file, catalog_of(ctx))
     if inst.default_problem is not None and inst.default_problem not in problem_names():

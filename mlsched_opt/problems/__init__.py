@@ -73,11 +73,19 @@ def problem_names() -> list[str]:
     return list(REGISTRY)
 
 
+def unknown_problem_text(name: str) -> str:
+    """``unknown problem 'pakcing'; did you mean 'packing'? (known: ...)``."""
+    import difflib
+
+    known = problem_names()
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown problem {name!r}{hint} (known: {', '.join(known)})"
+
+
 def get_family(name: str) -> Family:
     """The family called ``name``, or an :class:`OptionError` listing the known ones."""
     if name not in REGISTRY:
-        from ..pipeline import unknown_problem_text
-
         raise OptionError(unknown_problem_text(name), field="--problem")
     return REGISTRY[name]
 
@@ -91,4 +99,4 @@ def check_solution(instance: Instance, solution: Solution, options: Mapping[str,
 
 
 __all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodKind", "MethodResult", "Option", "TraceImport",
-           "check_solution", "get_family", "heuristic_report", "problem_names"]
+           "check_solution", "get_family", "heuristic_report", "problem_names", "unknown_problem_text"]

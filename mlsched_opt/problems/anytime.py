@@ -28,11 +28,14 @@ from typing import TYPE_CHECKING, Any
 from ..clock import offer
 from ..errors import ModelTooLarge
 from ..report import SolveOptions
-from .base import MethodResult
+from .result import MethodResult, beyond_its_bound
 
 if TYPE_CHECKING:
     from ..io.instance import Instance
-    from .base import Family
+
+#: a :class:`~mlsched_opt.problems.base.Family` (passed in: this module sits below base, which wraps
+#: each family's exact method with :func:`anytime_exact`)
+Family = Any
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +141,10 @@ def _better(a: float, b: float, sense: str) -> bool:
 def _as(source: MethodResult, found: MethodResult | None, value: float, bound: float | None, status: str, message: str):
     """``source``'s report as the exact method's: the checker's value, the proven bound (none when the
     checked value beats it: then the bound is wrong), the search's solver and timings when there was one."""
-    from .base import _beyond_its_bound
-
     rep = found.report if found is not None else source.report
     out = dataclasses.replace(rep, status=status, objective=value, bound=bound, message=message,
                               solve_s=rep.solve_s + (source.report.solve_s if source is not found else 0.0))
-    return _beyond_its_bound(out, float(out.options.get("gap", 1e-6)) if out.options else 1e-6)
+    return beyond_its_bound(out, float(out.options.get("gap", 1e-6)) if out.options else 1e-6)
 
 
 def _family_bound(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,

@@ -27,11 +27,12 @@ from ..io.schema import MAX_NUMBER
 from ..io.solution import Solution
 from ..report import SolveOptions, SolveReport
 from ..tolerances import SAME_VALUE_TOL
+from .anytime import anytime_exact
+from .result import Decision, MethodResult, beyond_its_bound
 
 if TYPE_CHECKING:  # Pyomo and the solvers load when a model is built or solved, not with the registry
     import pyomo.environ as pyo
 
-Decision = dict[str, Any]
 #: the solvers that take a start (an incumbent or hints) from a family's heuristic answer
 STARTED_SOLVERS = ("highs", "cpsat")
 #: share of the exact solve's time limit its start may take
@@ -147,22 +148,6 @@ class Option:
         return f"{lo}{kind}{hi}"
 
 
-def _beyond_its_bound(report: SolveReport, gap: float) -> SolveReport:
-    """``report`` unchanged, unless its (rescored) objective is better than the model's proven
-    bound beyond the solvers' accuracy (:func:`~mlsched_opt.solvers.certify.better`, compare's rule):
-    then the model does not define the problem the checker accepts on this instance (its optimum is
-    beaten by a decision the checker accepts), so its bound proves nothing and its "optimal" is not
-    ours to print."""
-    from ..tolerances import better
-
-    if report.objective is None or report.bound is None or not better(report.objective, report.bound, report.sense, gap):
-        return report
-    note = (f"the checker's value {report.objective:g} beats the model's bound {report.bound:g}: the exact model and the "
-            f"checker disagree on this instance, so nothing is proven (a defect; please report it)")
-    status = "feasible" if report.status in ("optimal", "feasible") else report.status
-    return dataclasses.replace(report, status=status, bound=None, message="; ".join(filter(None, [report.message, note])))
-
-
 class MethodKind(StrEnum):
     """What a method is, which decides what it may claim and where it runs.
 
@@ -180,12 +165,6 @@ class MethodKind(StrEnum):
     ONLINE = "online"
     #: a method the literature compares against (offline or online); no guarantee
     BASELINE = "baseline"
-
-
-@dataclass(frozen=True)
-class MethodResult:
-    report: SolveReport
-    decision: Decision | None
 
 
 @dataclass(frozen=True)
@@ -324,8 +303,6 @@ class Family:
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
-        from .anytime import anytime_exact
-
         # a family whose exact method is not its Pyomo model (exhaustive search) lists its own "exact"
         exact = Method("exact", MethodKind.EXACT, self._run_exact, "the exact formulation, solved to proven optimality (--solver, --gap)")
         methods = {m.name: m for m in (exact, *self.algorithms)}
@@ -414,7 +391,7 @@ class Family:
                 note = f"the incumbent's schedule is worth {value:g}, better than its objective variables say ({report.objective:g})"
                 report = dataclasses.replace(report, objective=value, message="; ".join(filter(None, [report.message, note])))
         # what a solver says of its own incumbent and bound is a claim too: never past each other
-        report = _beyond_its_bound(report, solve_options.gap)
+        report = beyond_its_bound(report, solve_options.gap)
         if solve_options.certify and report.status in ("optimal", "infeasible"):
             solved_s = time.perf_counter()
             report, decision = certify(model, report, decision, solve_options, deadline,
