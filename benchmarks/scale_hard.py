@@ -1,0 +1,238 @@
+"""The hard scale ladder: capacity-binding instances from 200 to 2,000 jobs, where "every job at its
+best" is far from every answer, so a bracket says something (issue 32).
+
+    python benchmarks/scale_hard.py --out runs/hard [--families packing,oasis] [--sizes 200,2000] [--parallel 2]
+
+For each family and size: one ``mlsched import`` (the commands below, the issue's: Alibaba pods with
+``pods=multigpu50`` on the whole cluster; Philly jobs on tens of servers), then ``mlsched solve
+--json`` of ``--method exact`` (``--time-limit 240``, the issue's promise) and of each approximation
+(``--time-limit 60``), each a process of its own measured as a user runs it (wall time of the whole
+process, peak resident memory).  Per point:
+
+- the bracket: the best checked answer over every method against the best proven bound over every
+  method (a bound is proven by the exact method's search or the family's relaxation), >= 1;
+- each method's certified ratio against that best bound (>= 1; 1 = optimal), and whether it
+  answered within its limit + 10 %.
+
+Writes ``hard.csv`` (one row per method and point), ``hard.md`` (the README's table) and ``hard.png``
+(the bracket and each method's ratio against the number of jobs).  Needs the data sets
+(``../shared/data`` or ``$MLSCHED_SHARED_DATA``).  ``--parallel 2`` runs two processes at a time on the
+2-core machine (the limits hold under that load; the times are then those of a loaded machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+#: run -> (family, import arguments before -o, solve arguments, methods); the exact method always runs first
+RUNS: dict[str, tuple[str, list[str], list[str], list[str]]] = {
+    "packing": ("packing", ["alibaba", "--set", "pods=multigpu50"], [], ["ffd", "ffd-sorted", "pop"]),
+    "packing-servers": ("packing", ["alibaba", "--set", "pods=multigpu50"], ["--set", "objective=servers"],
+                        ["ffd", "ffd-sorted", "pop"]),
+    "smd": ("smd", ["philly", "--servers", "40", "--seed", "1"], [], ["smd", "esw"]),
+    "oasis": ("oasis", ["philly", "--servers", "40", "--seed", "1"], [], ["oasis", "drf"]),
+    "hetero": ("hetero", ["alibaba", "--set", "pods=multigpu50", "--set", "workers=cluster"], [], ["sampling", "greedy"]),
+    "locality": ("locality", ["philly", "--servers", "40", "--seed", "1"], [], ["greedy-rr"]),
+    "harmony": ("harmony", ["philly", "--servers", "40", "--seed", "1"], [], ["standalone", "least-interference"]),
+}
+SIZES = (200, 500, 1000, 2000)
+EXACT_LIMIT = 240.0
+METHOD_LIMIT = 60.0
+KEYS = ["run", "family", "jobs", "servers", "gpus", "method", "time_limit", "wall_s", "within_limit", "peak_mb", "status",
+        "objective", "bound", "sense", "check", "ratio", "bracket", "best_objective", "best_bound", "message"]
+
+
+def mlsched(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mlsched_opt", "--quiet", *args]
+
+
+def import_point(out: Path, run: str, jobs: int) -> tuple[Path | None, dict]:
+    family, source, _solve, _methods = RUNS[run]
+    path = out / f"{family}-{'-'.join(a.split('=')[-1] for a in source if not a.startswith('-'))}-{jobs}.json"
+    if not path.exists():
+        done = subprocess.run(mlsched("import", source[0], "--problem", family, "--jobs", str(jobs), *source[1:], "-o", str(path)),
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            return None, {"message": f"import failed: {done.stderr.strip()[-300:]}"}
+    doc = json.loads(path.read_text())
+    groups = doc["cluster"]["servers"]
+    return path, {"jobs": len(doc["jobs"]), "servers": sum(g.get("count", 1) for g in groups),
+                  "gpus": sum(g.get("count", 1) * g["capacity"].get("gpu", 0) for g in groups)}
+
+
+def solve_point(path: Path, method: str, limit: float, extra: list[str]) -> dict:
+    """``mlsched solve --json`` in a process of its own: its wall time, peak memory and answer."""
+    start = time.perf_counter()
+    logs = path.with_name(f"{path.stem}-{method}{''.join(extra).replace('--set', '-').replace('=', '_')}")
+    with open(logs.with_suffix(".out"), "w+") as out, open(logs.with_suffix(".err"), "w+") as err:
+        proc = subprocess.Popen(mlsched("solve", str(path), "--method", method, "--time-limit", str(limit), "--json",
+                                        "--threads", "1", *extra), stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        text = out.read()
+        err.seek(0)
+        errors = err.read()
+    doc = json.loads(text) if text.strip().startswith("{") else {}
+    check = doc.get("check") or {}
+    return {"method": method, "time_limit": limit, "wall_s": round(wall, 2), "within_limit": wall <= 1.1 * limit,
+            "peak_mb": round(usage.ru_maxrss / 1024), "status": doc.get("status", f"exit {os.waitstatus_to_exitcode(status)}"),
+            "objective": doc.get("objective"), "bound": doc.get("bound"), "sense": doc.get("sense"),
+            "check": "ok" if check.get("feasible") else ("-" if not check else "FAILED"),
+            "message": (doc.get("message") or errors.strip()[-300:]).replace("\n", " ")[:400]}
+
+
+def ratio(value: float | None, reference: float | None, sense: str | None) -> float | None:
+    """>= 1, 1 = as good as the reference (the toolkit's convention)."""
+    if value is None or reference is None or sense is None or value <= 0 or reference <= 0:
+        return None
+    return max(reference / value if sense == "max" else value / reference, 1.0)
+
+
+def rate(rows: list[dict]) -> None:
+    """Each point's bracket (best checked answer against best proven bound) and each method's ratio to that bound."""
+    points: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        points.setdefault((r["run"], r["jobs"]), []).append(r)
+    for mine in points.values():
+        sense = next((r["sense"] for r in mine if r.get("sense")), None)
+        answers = [r["objective"] for r in mine if r.get("check") == "ok" and r.get("objective") is not None]
+        bounds = [r["bound"] for r in mine if r.get("bound") is not None and r.get("status") != "disputed"]
+        pick = max if sense == "max" else min
+        best = pick(answers) if answers else None
+        # the best bound is the tightest: the smallest upper bound (max) or the largest lower bound (min)
+        tight = (min(bounds) if sense == "max" else max(bounds)) if bounds else None
+        for r in mine:
+            r["best_objective"], r["best_bound"] = best, tight
+            r["bracket"] = ratio(best, tight, sense)
+            r["ratio"] = ratio(r.get("objective"), tight, sense) if r.get("check") == "ok" else None
+
+
+def table(rows: list[dict]) -> str:
+    def fmt(v: object) -> str:
+        if v is None or v == "":
+            return "-"
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+    lines = ["| run | jobs | GPUs | method | wall s (limit) | peak MB | status | objective | bound | ratio <= | bracket |",
+             "|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|"]
+    for r in rows:
+        late = "" if r.get("within_limit", True) else " LATE"
+        lines.append(f"| {r['run']} | {r.get('jobs', '-')} | {fmt(r.get('gpus'))} | {r.get('method', '-')} | "
+                     f"{fmt(r.get('wall_s'))} ({r.get('time_limit', 0):g}){late} | {fmt(r.get('peak_mb'))} | {r.get('status', '-')} | "
+                     f"{fmt(r.get('objective'))} | {fmt(r.get('bound'))} | {fmt(r.get('ratio'))} | {fmt(r.get('bracket'))} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = list(dict.fromkeys(r["run"] for r in rows))
+    cols = min(4, len(runs)) or 1
+    fig, axes = plt.subplots(math.ceil(len(runs) / cols), cols, figsize=(4 * cols, 3.3 * math.ceil(len(runs) / cols)), squeeze=False)
+    for ax, run in zip(axes.flat, runs):
+        mine = [r for r in rows if r["run"] == run]
+        sizes = sorted({r["jobs"] for r in mine})
+        bracket = [next((r["bracket"] for r in mine if r["jobs"] == n and r.get("bracket")), None) for n in sizes]
+        ax.plot(sizes, bracket, "k-", lw=2, marker="s", label="bracket (best / bound)")
+        for method in dict.fromkeys(r["method"] for r in mine):
+            pts = [(r["jobs"], r["ratio"]) for r in mine if r["method"] == method and r.get("ratio")]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", lw=1, label=method)
+        ax.set_title(run, fontsize=9)
+        ax.set_xlabel("jobs")
+        ax.set_ylabel("certified ratio (>= 1)")
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(runs):]:
+        ax.axis("off")
+    fig.suptitle("Hard ladder: each method against the best proven bound", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def write(rows: list[dict], out: Path) -> None:
+    rate(rows)
+    with open(out / "hard.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=KEYS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "hard.md").write_text(table(rows))
+    plot(rows, out / "hard.png")
+
+
+def read(path: Path) -> list[dict]:
+    rows = []
+    with open(path, newline="") as fh:
+        for raw in csv.DictReader(fh):
+            row: dict = dict(raw)
+            for key in ("jobs", "servers", "peak_mb"):
+                row[key] = int(raw[key]) if raw.get(key) else None
+            for key in ("gpus", "time_limit", "wall_s", "objective", "bound", "ratio", "bracket", "best_objective", "best_bound"):
+                row[key] = float(raw[key]) if raw.get(key) else None
+            row["within_limit"] = raw.get("within_limit") == "True"
+            rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="runs/hard")
+    ap.add_argument("--families", default=",".join(RUNS), help=f"runs, of: {', '.join(RUNS)}")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--exact-limit", type=float, default=EXACT_LIMIT)
+    ap.add_argument("--method-limit", type=float, default=METHOD_LIMIT)
+    ap.add_argument("--parallel", type=int, default=1, help="solve processes at a time")
+    ap.add_argument("--redraw", action="store_true", help="only redraw hard.md and hard.png from DIR/hard.csv")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.redraw:
+        rows = read(out / "hard.csv")
+        write(rows, out)
+        print(table(rows))
+        return
+    jobs_list = [int(n) for n in args.sizes.split(",")]
+    work: list[tuple[dict, Path | None, str, float, list[str]]] = []
+    for run in args.families.split(","):
+        if run not in RUNS:
+            sys.exit(f"unknown run {run!r} (known: {', '.join(RUNS)})")
+        family, _source, extra, methods = RUNS[run]
+        for jobs in jobs_list:
+            path, meta = import_point(out, run, jobs)
+            base = {"run": run, "family": family, **meta}
+            if path is None:
+                work.append((base, None, "", 0.0, extra))
+                continue
+            work.append((base, path, "exact", args.exact_limit, extra))
+            work += [(base, path, m, args.method_limit, extra) for m in methods]
+
+    def one(item: tuple) -> dict:
+        base, path, method, limit, extra = item
+        row = dict(base)
+        if path is not None:
+            row.update(solve_point(path, method, limit, extra))
+        print({k: row.get(k) for k in ("run", "jobs", "method", "wall_s", "status", "objective", "bound")}, file=sys.stderr, flush=True)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        rows = list(pool.map(one, work))
+    write(rows, out)
+    print(table(rows))
+    late = [r for r in rows if r.get("within_limit") is False]
+    print(f"{len(rows)} runs, {len(late)} past their limit + 10 %", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
