@@ -9,18 +9,39 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from .errors import OptionError
 from .tolerances import SAME_VALUE_TOL
 
-#: Outcomes of a solve.  ``failed`` is a heuristic that found no feasible decision, which proves nothing.
-#: ``disputed`` is an exact answer whose proof an independent solver refuted without the dispute
-#: being resolved: the decision is the best checked one, and nothing is claimed about the optimum.
-STATUSES = ("optimal", "feasible", "infeasible", "unbounded", "time-limit-no-solution", "failed", "error", "disputed")
+class Status(StrEnum):
+    """The outcome of a solve.  A :class:`~enum.StrEnum`: a status equals, formats and serializes as
+    its value (``"optimal"``), so JSON output and comparisons with strings read as before."""
+
+    #: proved optimal within the gap, and (for exact methods) confirmed by an independent solver
+    OPTIMAL = "optimal"
+    #: a decision the method stands by, with no proof of optimality (an algorithm, or a search stopped early)
+    FEASIBLE = "feasible"
+    #: proved to have no feasible decision (and confirmed)
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    #: the time limit came before any decision (a bound may still be proven)
+    TIME_LIMIT_NO_SOLUTION = "time-limit-no-solution"
+    #: a heuristic that found no feasible decision, which proves nothing
+    FAILED = "failed"
+    #: the method or its solver broke down; the message says how
+    ERROR = "error"
+    #: an exact answer whose proof an independent route refuted without the dispute being resolved:
+    #: the decision is the best checked one, and nothing is claimed about the optimum
+    DISPUTED = "disputed"
+
+
+#: Every status's value, in :class:`Status`'s order.
+STATUSES = tuple(s.value for s in Status)
 #: Outcomes whose ``bound`` is proven and may serve as a reference: a solve stopped with no
 #: incumbent still proved its bound; a ``disputed`` one did not.
-BOUND_STATUSES = ("optimal", "feasible", "time-limit-no-solution")
+BOUND_STATUSES = (Status.OPTIMAL, Status.FEASIBLE, Status.TIME_LIMIT_NO_SOLUTION)
 
 
 #: More solver threads than any machine here has is a mistyped number, not a request.
@@ -108,6 +129,8 @@ class SolveReport:
     to the solver's matrices, which can dominate a large model), and the solver's own run.
     """
 
+    #: a :class:`Status`: given as one or as its value, stored as one (typed ``str``, its base, so that
+    #: back ends and families may pass the plain value)
     status: str
     objective: float | None
     bound: float | None
@@ -122,6 +145,14 @@ class SolveReport:
     gap: float | None = None
     #: the independent solver run(s) that confirmed an exact answer (see :mod:`.certify`); empty if none
     certified_by: str = ""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # a status set later (a back end judging its outcome) is a Status too, so every report's is
+        if name == "status":
+            if value not in STATUSES:
+                raise ValueError(f"unknown status {value!r}")
+            value = Status(value)
+        super().__setattr__(name, value)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -140,7 +171,7 @@ class SolveReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status,
+            "status": Status(self.status).value,
             "objective": _finite(self.objective),
             "bound": _finite(self.bound),
             "gap": self.gap,
