@@ -402,3 +402,113 @@ def test_fuzz_large_counts(family, bases, tmp_path):
             _judge(stats, key, f"{dotted(path)} = {value}: `mlsched solve x.json --method {method} --time-limit 2`",
                    res, file, allowed=(0, 2))
     _report(family, stats)
+
+
+# --- resource bombs (issue 31): refused by the sizes they declare, before the work ---------------
+# Each file is small and declares a huge size, so a check that refuses BY SIZE passes in
+# milliseconds; code that trusted the size (the state before these checks) allocates or expands
+# it, which the per-case alarm or the message check turns into a failure.
+
+def _refused(res: Outcome, file: Path | str, field_name: str | None, *words: str) -> None:
+    """Exit 2 with one line ``mlsched: error: FILE: [FIELD: ]...`` holding every one of ``words``."""
+    assert res.crash is None and res.code == 2, (res.code, res.crash, res.err[-500:])
+    lines = res.err.splitlines()
+    prefix = f"mlsched: error: {file}: " + (f"{field_name}: " if field_name else "")
+    assert len(lines) == 1 and lines[0].startswith(prefix), (prefix, res.err[-500:])
+    assert all(w in lines[0] for w in words), (words, lines[0])
+
+
+def _rezip(src: Path, dst: Path, change: dict[str, Any]) -> None:
+    """Copy the zip ``src`` to ``dst`` entry by entry, stored; ``change``: entry suffix -> new bytes,
+    or ``"deflate"`` to keep the bytes but compress the entry."""
+    import zipfile
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            how = next((v for k, v in change.items() if info.filename.endswith(k)), None)
+            if how == "deflate":
+                zout.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
+            else:
+                zout.writestr(info.filename, data if how is None else how)
+
+
+def _declare_size(path: Path, entry_suffix: str, size: int) -> None:
+    """Make the central directory declare ``size`` bytes (compressed and not) for one stored entry."""
+    raw = bytearray(path.read_bytes())
+    at = raw.find(b"PK\x01\x02")
+    while at >= 0:
+        name_len = int.from_bytes(raw[at + 28:at + 30], "little")
+        if bytes(raw[at + 46:at + 46 + name_len]).decode().endswith(entry_suffix):
+            raw[at + 20:at + 28] = size.to_bytes(4, "little") * 2
+            path.write_bytes(bytes(raw))
+            return
+        at = raw.find(b"PK\x01\x02", at + 4)
+    raise AssertionError(f"no entry {entry_suffix}")
+
+
+def _policy_bombs(root: Path) -> dict[str, tuple[Path, str]]:
+    """name -> (policy file, a word its refusal must hold), each made from the shipped policy."""
+    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL
+
+    out = {}
+    deflated = root / "deflated.pt"   # the 2.9 MB bomb was this: a deflated entry that inflates to 3 GB
+    _rezip(DEFAULT_MODEL, deflated, {"/data/0": "deflate"})
+    out["a deflated entry"] = (deflated, "compressed")
+    entry = root / "entry.pt"         # a stored entry whose header declares 3 GiB
+    _rezip(DEFAULT_MODEL, entry, {})
+    _declare_size(entry, "/data/0", 3 * 2**30)
+    out["an entry declaring 3 GiB"] = (entry, "model_mb")
+    import zipfile
+
+    with zipfile.ZipFile(DEFAULT_MODEL) as z:
+        pickle_bytes = next(z.read(i) for i in z.infolist() if i.filename.endswith("/data.pkl"))
+    first = b"M" + (2688).to_bytes(2, "little") + b"t"   # an embedding storage's numel, 64 x 42 floats, then TUPLE
+    assert first in pickle_bytes
+    storage = root / "storage.pt"     # a storage whose persistent id declares 800 million floats
+    _rezip(DEFAULT_MODEL, storage, {"/data.pkl": pickle_bytes.replace(first, b"J" + (800_000_000).to_bytes(4, "little") + b"t", 1)})
+    out["a storage declaring 3.2 GB"] = (storage, "model_mb")
+    sparse = root / "sparse.pt"       # a file over the cap: refused by its size before it is opened
+    with open(sparse, "wb") as fh:
+        fh.truncate(300 * 2**20)
+    out["a 300 MiB file"] = (sparse, "model_mb")
+    return out
+
+
+def test_policy_bombs_are_refused_by_declared_size(bases, tmp_path):
+    """`solve --method drl --set model=FILE` refuses a policy by what its zip entries and its tensors
+    declare, before torch.load reads a byte of them: exit 2, one line naming the file."""
+    pytest.importorskip("torch")
+    inst, _ = bases["harmony"]
+    for name, (bomb, word) in _policy_bombs(tmp_path).items():
+        res = invoke("solve", inst, "--method", "drl", "--set", f"model={bomb}", seconds=60)
+        _refused(res, bomb, "--model", word)
+        assert "Traceback" not in res.err, name
+
+
+def test_policy_declared_sizes_of_the_shipped_policy():
+    """The shipped policy declares what its entries hold (so the check reads real files right), and a
+    declared size is counted by element type."""
+    pytest.importorskip("torch")
+    import zipfile
+
+    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL, declared_bytes
+
+    with zipfile.ZipFile(DEFAULT_MODEL) as z:
+        stored = sum(i.file_size for i in z.infolist() if "/data/" in i.filename and "/.data/" not in i.filename)
+    assert declared_bytes(DEFAULT_MODEL) == stored
+
+
+def test_policy_load_runs_under_an_address_space_cap():
+    """The second guard: inside the cap an allocation beyond it fails (MemoryError), and the process's
+    own limit is back afterwards."""
+    resource = pytest.importorskip("resource")
+    from mlsched_opt.problems.harmony.policy import _address_space_cap
+
+    if not Path("/proc/self/statm").exists():
+        pytest.skip("no /proc: the cap is not applied here")
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    with pytest.raises(MemoryError), _address_space_cap(64 * 2**20):
+        bytearray(1024 * 2**20)
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    assert len(bytearray(256 * 2**20)) == 256 * 2**20

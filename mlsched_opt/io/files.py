@@ -54,6 +54,8 @@ LIMITS: dict[str, tuple[int, str]] = {
     "cells": (20_000_000,
               "servers x jobs x slots (1 when there is no horizon) of an exact model, checked when it is built "
               "(the whole Alibaba trace, 1,523 x 9,061, fits)"),
+    "model_mb": (256, "a policy file (--set model=FILE): its size and the sizes its entries and tensors declare, MiB "
+                      "(the shipped policy is 0.2 MiB)"),
 }
 ENV_LIMITS = "MLSCHED_LIMITS"
 #: the most digits an integer literal may have (2**53 has 16; Python refuses > 4300 anyway)
