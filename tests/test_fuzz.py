@@ -512,3 +512,23 @@ def test_policy_load_runs_under_an_address_space_cap():
         bytearray(1024 * 2**20)
     assert resource.getrlimit(resource.RLIMIT_AS) == before
     assert len(bytearray(256 * 2**20)) == 256 * 2**20
+
+
+def _suite(path: Path, body: str) -> Path:
+    path.write_text('problem = "packing"\n' + body + '\n[reference]\nmethod = "none"\n')
+    return path
+
+
+def test_bench_grids_are_refused_by_task_count(tmp_path):
+    """A suite of three lists of a thousand values is a billion tasks: refused by its count, naming the
+    suite file and the field, before one task is made (it used to grow past 2.7 GB in two minutes)."""
+    r = list(range(1, 1001))
+    billion = _suite(tmp_path / "billion.toml", f"[instances.generate]\njobs = {r}\nservers = {r}\nseeds = {r}\n"
+                                                "[[methods]]\nname = \"ffd\"\n")
+    _refused(invoke("bench", billion, "--out", tmp_path / "run1"), billion, "instances.generate", "bench_tasks", "1000000000")
+    # no factor over the limit on its own: 400 instances x 2 settings x 400 method variants
+    crossed = _suite(tmp_path / "crossed.toml", f"[options]\nobjective = [\"weight\", \"servers\"]\n"
+                                                f"[instances.generate]\njobs = 8\nservers = 3\nseeds = {list(range(400))}\n"
+                                                f"[[methods]]\nname = \"pop\"\noptions = {{ parts = {list(range(1, 401))} }}\n")
+    _refused(invoke("bench", crossed, "--out", tmp_path / "run2"), crossed, "instances", "bench_tasks", "320000")
+    assert not (tmp_path / "run1").exists() and not (tmp_path / "run2").exists()

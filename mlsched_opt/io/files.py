@@ -56,6 +56,7 @@ LIMITS: dict[str, tuple[int, str]] = {
               "(the whole Alibaba trace, 1,523 x 9,061, fits)"),
     "model_mb": (256, "a policy file (--set model=FILE): its size and the sizes its entries and tensors declare, MiB "
                       "(the shipped policy is 0.2 MiB)"),
+    "bench_tasks": (100_000, "tasks of one bench suite (instances x settings x method runs), counted before they are made"),
 }
 ENV_LIMITS = "MLSCHED_LIMITS"
 #: the most digits an integer literal may have (2**53 has 16; Python refuses > 4300 anyway)
