@@ -532,3 +532,55 @@ def test_bench_grids_are_refused_by_task_count(tmp_path):
                                                 f"[[methods]]\nname = \"pop\"\noptions = {{ parts = {list(range(1, 401))} }}\n")
     _refused(invoke("bench", crossed, "--out", tmp_path / "run2"), crossed, "instances", "bench_tasks", "320000")
     assert not (tmp_path / "run1").exists() and not (tmp_path / "run2").exists()
+
+
+def _philly(root: Path, rows: int, bad_row: int | None = None) -> Path:
+    """A data folder with a Philly trace of ``rows`` jobs (row ``bad_row`` malformed, to show it is never read)."""
+    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+    for i in range(rows):
+        lines.append("garbage" if i + 2 == bad_row else f"2017-10-09 07:{i // 60 % 60:02d}:{i % 60:02d},{60 + i % 500}.0,{1 + i % 4},0,c")
+    (root / "philly").mkdir(parents=True)
+    (root / "philly" / "philly_jobs.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_imports_stop_at_the_limits_as_the_trace_streams(tmp_path):
+    """`mlsched import` reads a trace row by row and stops at the first row past a limit: without --jobs
+    at the jobs limit (naming --jobs; the row after it, malformed here, is never read), and at
+    trace_rows whatever --jobs is; a line longer than any trace's is refused before it is held."""
+    data = _philly(tmp_path / "data", 3000, bad_row=62)
+    trace = data / "philly" / "philly_jobs.csv"
+    out = tmp_path / "x.toml"
+    common = ("--problem", "oasis", "--data", data, "-o", out, "--set", "cluster=gavel")
+    _refused(invoke("--limit", "jobs=50", "import", "philly", *common), trace, "--jobs", "jobs=50")
+    _refused(invoke("--limit", "trace_rows=40", "import", "philly", "--jobs", 10, *common), trace, "row 42", "trace_rows=40")
+    wide = _philly(tmp_path / "wide", 10)
+    (wide / "philly" / "philly_jobs.csv").write_text("timestamp,duration,num_gpus\n" + "," * (2**20 + 10) + "\n")
+    _refused(invoke("import", "philly", "--jobs", 5, "--problem", "oasis", "--data", wide, "-o", out, "--set", "cluster=gavel"),
+             wide / "philly" / "philly_jobs.csv", None, "longer than")
+    assert not out.exists()
+    # a window within the limit from --set start is taken (every job from start on: 3000 - 2995 = 5)
+    good = _philly(tmp_path / "good", 3000)
+    res = invoke("--limit", "jobs=50", "import", "philly", "--problem", "oasis", "--data", good, "-o", out,
+                 "--set", "cluster=gavel", "--set", "start=2995")
+    assert res.code == 0 and "(5 jobs" in res.out, res
+
+
+def test_imports_never_write_what_validate_refuses(tmp_path):
+    """An instance larger than file_mb, which validate would refuse, is refused before it is written,
+    naming --jobs and --servers."""
+    data = _philly(tmp_path / "data", 2000)
+    out = tmp_path / "big.json"
+    res = invoke("--limit", "file_mb=1", "import", "philly", "--problem", "smd", "--jobs", 2000, "--data", data, "-o", out,
+                 "--set", "cluster=gavel", seconds=60)
+    _refused(res, out, None, "file_mb=1", "--jobs", "--servers")
+    assert not out.exists() and list(tmp_path.glob(".big*")) == []
+
+
+def test_the_whole_philly_trace_without_jobs_is_refused_at_once(data_dir, tmp_path):
+    """The real Philly file (82,247 jobs) without --jobs: refused at its 10,001st job naming --jobs
+    (it used to be read whole, built into an instance and refused after 136 s, blaming the output file)."""
+    out = tmp_path / "all.toml"
+    res = invoke("import", "philly", "--problem", "oasis", "--data", data_dir, "-o", out)
+    _refused(res, data_dir / "philly" / "philly_jobs.csv", "--jobs", "jobs=10000")
+    assert not out.exists()

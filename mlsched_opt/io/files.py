@@ -57,6 +57,8 @@ LIMITS: dict[str, tuple[int, str]] = {
     "model_mb": (256, "a policy file (--set model=FILE): its size and the sizes its entries and tensors declare, MiB "
                       "(the shipped policy is 0.2 MiB)"),
     "bench_tasks": (100_000, "tasks of one bench suite (instances x settings x method runs), counted before they are made"),
+    "trace_rows": (1_000_000, "data rows of one trace file read by `mlsched import`, refused as they stream in "
+                              "(the largest shipped trace, Philly's, has 82,247)"),
 }
 ENV_LIMITS = "MLSCHED_LIMITS"
 #: the most digits an integer literal may have (2**53 has 16; Python refuses > 4300 anyway)
@@ -453,9 +455,9 @@ def atomic_path(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> I
                 os.unlink(tmp)
 
 
-def write_atomic(path: str | Path, text: str, inputs: Iterable[str | Path | None] = ()) -> None:
+def write_atomic(path: str | Path, text: str | bytes, inputs: Iterable[str | Path | None] = ()) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path` and :func:`check_writable`."""
-    data = text.encode("utf-8")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     with atomic_path(path, inputs) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -463,10 +465,16 @@ def write_atomic(path: str | Path, text: str, inputs: Iterable[str | Path | None
 
 
 def write_document(doc: dict[str, Any], path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:
-    """Write ``doc`` as JSON or TOML, by the file's extension, atomically."""
+    """Write the instance ``doc`` as JSON or TOML, by the file's extension, atomically; never a file
+    larger than ``file_mb``, which reading it back (``validate``) would refuse."""
     fmt = format_of(path)
-    text = dump_json(doc) if fmt == "json" else dump_toml(doc)
-    write_atomic(path, text, inputs)
+    data = (dump_json(doc) if fmt == "json" else dump_toml(doc)).encode("utf-8")
+    cap = limits()["file_mb"]
+    if len(data) > cap * 2**20:
+        raise UserError(f"the instance would be {-(-len(data) // 2**20)} MiB, over the limit file_mb={cap} that reading it "
+                        f"back allows; make fewer jobs or servers (--jobs, --servers), or raise the limit with "
+                        f"`mlsched --limit file_mb=N ...` (for every command that reads it)", str(path))
+    write_atomic(path, data, inputs)
 
 
 def dump_json(doc: Any) -> str:
