@@ -584,3 +584,15 @@ def test_the_whole_philly_trace_without_jobs_is_refused_at_once(data_dir, tmp_pa
     res = invoke("import", "philly", "--problem", "oasis", "--data", data_dir, "-o", out)
     _refused(res, data_dir / "philly" / "philly_jobs.csv", "--jobs", "jobs=10000")
     assert not out.exists()
+
+
+def test_catalogs_are_refused_by_entry_count(bases, tmp_path):
+    """A --catalog folder with more entries than catalog_entries is refused, naming the folder, before
+    one is read (these entries are empty files: reading one would be refused naming it instead)."""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"m{i}.toml").write_text("")
+    inst, _ = bases["packing"]
+    _refused(invoke("--limit", "catalog_entries=20", "--catalog", folder, "validate", inst), folder, None,
+             "catalog_entries=20", "30")

@@ -57,6 +57,8 @@ LIMITS: dict[str, tuple[int, str]] = {
     "model_mb": (256, "a policy file (--set model=FILE): its size and the sizes its entries and tensors declare, MiB "
                       "(the shipped policy is 0.2 MiB)"),
     "bench_tasks": (100_000, "tasks of one bench suite (instances x settings x method runs), counted before they are made"),
+    "catalog_entries": (1_000, "entry files (.toml, .json) in one workload catalog folder, counted before one is read "
+                               "(the shipped catalog has 35)"),
     "trace_rows": (1_000_000, "data rows of one trace file read by `mlsched import`, refused as they stream in "
                               "(the largest shipped trace, Philly's, has 82,247)"),
 }
