@@ -596,3 +596,21 @@ def test_catalogs_are_refused_by_entry_count(bases, tmp_path):
     inst, _ = bases["packing"]
     _refused(invoke("--limit", "catalog_entries=20", "--catalog", folder, "validate", inst), folder, None,
              "catalog_entries=20", "30")
+
+
+def test_pending_temporaries_are_removed_and_targets_kept(tmp_path):
+    """remove_pending_temporaries (for the CLI's SIGTERM/SIGINT handler) deletes the temporary file of an
+    open atomic_path block and leaves the target as it was; a finished block leaves nothing listed."""
+    from mlsched_opt.errors import UserError
+    from mlsched_opt.io import files
+
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with pytest.raises(UserError), files.atomic_path(target) as tmp:
+        tmp.write_text("new, half written")
+        assert tmp.exists() and str(tmp) in files._PENDING
+        files.remove_pending_temporaries()
+        assert not tmp.exists() and not files._PENDING
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+    files.write_atomic(target, "new")
+    assert target.read_text() == "new" and not files._PENDING

@@ -428,23 +428,42 @@ def _file_mode(target: Path) -> int:
         return 0o666 & ~mask
 
 
+#: the temporary files of the :func:`atomic_path` blocks open now (a set: adding and discarding a str is
+#: atomic under the GIL, so a signal handler may read it at any point)
+_PENDING: set[str] = set()
+
+
+def remove_pending_temporaries() -> None:
+    """Delete the temporary file of every :func:`atomic_path` block still open, leaving each target as
+    it was: for a signal handler (SIGTERM, SIGINT) that ends the process before those blocks can clean
+    up.  Safe there: no lock, no logging, no allocation beyond a copy of the set; errors are ignored
+    (a file already gone, or replaced onto its target a moment ago, is no longer ours).  Call it only
+    when the process is about to end: a block still running would then fail to replace its target."""
+    for tmp in tuple(_PENDING):
+        _PENDING.discard(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Iterator[Path]:
     """A temporary path in ``path``'s folder for a writer that needs a path (e.g. Pyomo's
     ``model.write``); when the block ends without an exception it replaces ``path`` atomically,
     otherwise it is deleted and ``path`` is untouched.  ``OSError`` becomes :class:`UserError`.
+    While the block is open the temporary file is listed for :func:`remove_pending_temporaries`.
     """
     target = Path(path)
     name = str(path)
     check_writable(target, inputs)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=f".tmp{target.suffix}")
-        os.close(fd)
     except OSError as exc:
         raise _write_error(exc, name) from None
+    _PENDING.add(tmp)
     done = False
     try:
         try:
+            os.close(fd)
             yield Path(tmp)
             os.chmod(tmp, _file_mode(target))
             os.replace(tmp, target)
@@ -452,6 +471,7 @@ def atomic_path(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> I
         except OSError as exc:
             raise _write_error(exc, name) from None
     finally:
+        _PENDING.discard(tmp)
         if not done:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

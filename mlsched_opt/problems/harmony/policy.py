@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UserError
-from ...io.files import limits, over_limit
+from ...io.files import atomic_path, limits, over_limit
 from .baselines import DEFERRING, HEURISTICS, Heuristic, LoadBalance, Packing, make_heuristic
 from .exact import standalone_profile, standalone_speeds
 from .features import advice_of, context_width, decision_state, first_role, host_width, job_width, reward_inputs, server_width
@@ -259,26 +259,16 @@ class LoadedPolicy:
 
 
 def save_policy(path: str | Path, net: Any, types: tuple[str, ...], meta: dict) -> None:
-    """Write the policy atomically: a temporary file in the target folder, then ``os.replace``, so
-    an interrupted save never leaves a truncated policy where a good one was.  The file holds only
-    tensors, strings, numbers, lists and dicts, so :func:`load_policy` reads it with
-    ``torch.load(weights_only=True)``."""
+    """Write the policy atomically (:func:`~mlsched_opt.io.files.atomic_path`: a temporary file in the
+    target folder, then ``os.replace``, so an interrupted save never leaves a truncated policy where a
+    good one was, and a signal handler can remove the temporary file).  The file holds only tensors,
+    strings, numbers, lists and dicts, so :func:`load_policy` reads it with ``torch.load(weights_only=True)``."""
     import json
-    import os
-    import tempfile
 
-    path = Path(path)
     # JSON round trip: the metadata must be plain data (no numpy scalars, no objects) to load safely
     doc = {"format": FORMAT, "types": list(types), "state_dict": net.state_dict(), "meta": json.loads(json.dumps(meta, default=_plain))}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(doc, fh)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared policy from its readers
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        torch.save(doc, tmp)
 
 
 def _plain(value: Any) -> Any:
