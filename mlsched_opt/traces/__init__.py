@@ -103,7 +103,7 @@ def import_instance(source: str, family: Any, data: Path, jobs: int | None, serv
     options = parse_values(source_options(source, family), sets, "--set", f"importing {source} into {family.name}")
     if options.get("start", -1) < 0:
         options["start"] = None
-    spec = ImportSpec(source, family.name, data, jobs, servers, slots, seed, options, dict(sets), [])
+    spec = ImportSpec(source, family.name, data, jobs, servers, slots, seed, options, dict(sets), [], window_limit=caps["jobs"])
     trace = src.read(spec)
     doc = family.trace.build(trace, spec, catalog)
     _check_built(doc)

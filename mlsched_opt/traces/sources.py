@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io.files import ENV_LIMITS, limits
+from ..io.files import ENV_LIMITS
 from .model import Cluster, ImportSpec, Node, Trace, TraceJob, pick_nodes, window
 from .table import Column, TraceError, data_file, header, read_rows
 
@@ -133,14 +133,15 @@ def _unique_names(names: list, rows: list[int], path: Path, column: str) -> None
 
 
 def job_rows(path: Path, columns: list[Column], spec: ImportSpec, what: str = "jobs") -> Iterator[tuple[int, list[Any]]]:
-    """:func:`~.table.read_rows` of a job trace, stopped as soon as the window is known to be over the
-    ``jobs`` limit: without ``--jobs`` the window is every job from ``--set start`` on, so a file of more
-    than ``jobs + start`` jobs is refused at that row, naming ``--jobs``, before the rest is read
-    (the real Philly file, 82,247 jobs, was read whole and built into an instance first: 136 s)."""
-    if spec.jobs is not None:  # a window of --jobs, checked against the limit before any reading
+    """:func:`~.table.read_rows` of a job trace, stopped as soon as the window is known to be over
+    ``spec.window_limit`` (the ``jobs`` limit in an import): without ``--jobs`` the window is every job
+    from ``--set start`` on, so a file of more than ``jobs + start`` jobs is refused at that row, naming
+    ``--jobs``, before the rest is read (the real Philly file, 82,247 jobs, was read whole and built
+    into an instance first: 136 s)."""
+    if spec.jobs is not None or spec.window_limit is None:  # --jobs is checked against the limit before any reading
         yield from read_rows(path, columns)
         return
-    cap = limits()["jobs"]
+    cap = spec.window_limit
     start = spec.options.get("start") or 0
     most = cap + start
     for count, item in enumerate(read_rows(path, columns), start=1):
