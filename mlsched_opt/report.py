@@ -15,6 +15,7 @@ from typing import Any
 from .errors import OptionError
 from .tolerances import SAME_VALUE_TOL
 
+
 class Status(StrEnum):
     """The outcome of a solve.  A :class:`~enum.StrEnum`: a status equals, formats and serializes as
     its value (``"optimal"``), so JSON output and comparisons with strings read as before."""

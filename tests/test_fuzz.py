@@ -402,3 +402,215 @@ def test_fuzz_large_counts(family, bases, tmp_path):
             _judge(stats, key, f"{dotted(path)} = {value}: `mlsched solve x.json --method {method} --time-limit 2`",
                    res, file, allowed=(0, 2))
     _report(family, stats)
+
+
+# --- resource bombs (issue 31): refused by the sizes they declare, before the work ---------------
+# Each file is small and declares a huge size, so a check that refuses BY SIZE passes in
+# milliseconds; code that trusted the size (the state before these checks) allocates or expands
+# it, which the per-case alarm or the message check turns into a failure.
+
+def _refused(res: Outcome, file: Path | str, field_name: str | None, *words: str) -> None:
+    """Exit 2 with one line ``mlsched: error: FILE: [FIELD: ]...`` holding every one of ``words``."""
+    assert res.crash is None and res.code == 2, (res.code, res.crash, res.err[-500:])
+    lines = res.err.splitlines()
+    prefix = f"mlsched: error: {file}: " + (f"{field_name}: " if field_name else "")
+    assert len(lines) == 1 and lines[0].startswith(prefix), (prefix, res.err[-500:])
+    assert all(w in lines[0] for w in words), (words, lines[0])
+
+
+def _rezip(src: Path, dst: Path, change: dict[str, Any]) -> None:
+    """Copy the zip ``src`` to ``dst`` entry by entry, stored; ``change``: entry suffix -> new bytes,
+    or ``"deflate"`` to keep the bytes but compress the entry."""
+    import zipfile
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            how = next((v for k, v in change.items() if info.filename.endswith(k)), None)
+            if how == "deflate":
+                zout.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
+            else:
+                zout.writestr(info.filename, data if how is None else how)
+
+
+def _declare_size(path: Path, entry_suffix: str, size: int) -> None:
+    """Make the central directory declare ``size`` bytes (compressed and not) for one stored entry."""
+    raw = bytearray(path.read_bytes())
+    at = raw.find(b"PK\x01\x02")
+    while at >= 0:
+        name_len = int.from_bytes(raw[at + 28:at + 30], "little")
+        if bytes(raw[at + 46:at + 46 + name_len]).decode().endswith(entry_suffix):
+            raw[at + 20:at + 28] = size.to_bytes(4, "little") * 2
+            path.write_bytes(bytes(raw))
+            return
+        at = raw.find(b"PK\x01\x02", at + 4)
+    raise AssertionError(f"no entry {entry_suffix}")
+
+
+def _policy_bombs(root: Path) -> dict[str, tuple[Path, str]]:
+    """name -> (policy file, a word its refusal must hold), each made from the shipped policy."""
+    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL
+
+    out = {}
+    deflated = root / "deflated.pt"   # the 2.9 MB bomb was this: a deflated entry that inflates to 3 GB
+    _rezip(DEFAULT_MODEL, deflated, {"/data/0": "deflate"})
+    out["a deflated entry"] = (deflated, "compressed")
+    entry = root / "entry.pt"         # a stored entry whose header declares 3 GiB
+    _rezip(DEFAULT_MODEL, entry, {})
+    _declare_size(entry, "/data/0", 3 * 2**30)
+    out["an entry declaring 3 GiB"] = (entry, "model_mb")
+    import zipfile
+
+    with zipfile.ZipFile(DEFAULT_MODEL) as z:
+        pickle_bytes = next(z.read(i) for i in z.infolist() if i.filename.endswith("/data.pkl"))
+    first = b"M" + (2688).to_bytes(2, "little") + b"t"   # an embedding storage's numel, 64 x 42 floats, then TUPLE
+    assert first in pickle_bytes
+    storage = root / "storage.pt"     # a storage whose persistent id declares 800 million floats
+    _rezip(DEFAULT_MODEL, storage, {"/data.pkl": pickle_bytes.replace(first, b"J" + (800_000_000).to_bytes(4, "little") + b"t", 1)})
+    out["a storage declaring 3.2 GB"] = (storage, "model_mb")
+    sparse = root / "sparse.pt"       # a file over the cap: refused by its size before it is opened
+    with open(sparse, "wb") as fh:
+        fh.truncate(300 * 2**20)
+    out["a 300 MiB file"] = (sparse, "model_mb")
+    return out
+
+
+def test_policy_bombs_are_refused_by_declared_size(bases, tmp_path):
+    """`solve --method drl --set model=FILE` refuses a policy by what its zip entries and its tensors
+    declare, before torch.load reads a byte of them: exit 2, one line naming the file."""
+    pytest.importorskip("torch")
+    inst, _ = bases["harmony"]
+    for name, (bomb, word) in _policy_bombs(tmp_path).items():
+        res = invoke("solve", inst, "--method", "drl", "--set", f"model={bomb}", seconds=60)
+        _refused(res, bomb, "--model", word)
+        assert "Traceback" not in res.err, name
+
+
+def test_policy_declared_sizes_of_the_shipped_policy():
+    """The shipped policy declares what its entries hold (so the check reads real files right), and a
+    declared size is counted by element type."""
+    pytest.importorskip("torch")
+    import zipfile
+
+    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL, declared_bytes
+
+    with zipfile.ZipFile(DEFAULT_MODEL) as z:
+        stored = sum(i.file_size for i in z.infolist() if "/data/" in i.filename and "/.data/" not in i.filename)
+    assert declared_bytes(DEFAULT_MODEL) == stored
+
+
+def test_policy_load_runs_under_an_address_space_cap():
+    """The second guard: inside the cap an allocation beyond it fails (MemoryError), and the process's
+    own limit is back afterwards."""
+    resource = pytest.importorskip("resource")
+    from mlsched_opt.problems.harmony.policy import _address_space_cap
+
+    if not Path("/proc/self/statm").exists():
+        pytest.skip("no /proc: the cap is not applied here")
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    with pytest.raises(MemoryError), _address_space_cap(64 * 2**20):
+        bytearray(1024 * 2**20)
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    assert len(bytearray(256 * 2**20)) == 256 * 2**20
+
+
+def _suite(path: Path, body: str) -> Path:
+    path.write_text('problem = "packing"\n' + body + '\n[reference]\nmethod = "none"\n')
+    return path
+
+
+def test_bench_grids_are_refused_by_task_count(tmp_path):
+    """A suite of three lists of a thousand values is a billion tasks: refused by its count, naming the
+    suite file and the field, before one task is made (it used to grow past 2.7 GB in two minutes)."""
+    r = list(range(1, 1001))
+    billion = _suite(tmp_path / "billion.toml", f"[instances.generate]\njobs = {r}\nservers = {r}\nseeds = {r}\n"
+                                                "[[methods]]\nname = \"ffd\"\n")
+    _refused(invoke("bench", billion, "--out", tmp_path / "run1"), billion, "instances.generate", "bench_tasks", "1000000000")
+    # no factor over the limit on its own: 400 instances x 2 settings x 400 method variants
+    crossed = _suite(tmp_path / "crossed.toml", f"[options]\nobjective = [\"weight\", \"servers\"]\n"
+                                                f"[instances.generate]\njobs = 8\nservers = 3\nseeds = {list(range(400))}\n"
+                                                f"[[methods]]\nname = \"pop\"\noptions = {{ parts = {list(range(1, 401))} }}\n")
+    _refused(invoke("bench", crossed, "--out", tmp_path / "run2"), crossed, "instances", "bench_tasks", "320000")
+    assert not (tmp_path / "run1").exists() and not (tmp_path / "run2").exists()
+
+
+def _philly(root: Path, rows: int, bad_row: int | None = None) -> Path:
+    """A data folder with a Philly trace of ``rows`` jobs (row ``bad_row`` malformed, to show it is never read)."""
+    lines = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+    for i in range(rows):
+        lines.append("garbage" if i + 2 == bad_row else f"2017-10-09 07:{i // 60 % 60:02d}:{i % 60:02d},{60 + i % 500}.0,{1 + i % 4},0,c")
+    (root / "philly").mkdir(parents=True)
+    (root / "philly" / "philly_jobs.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_imports_stop_at_the_limits_as_the_trace_streams(tmp_path):
+    """`mlsched import` reads a trace row by row and stops at the first row past a limit: without --jobs
+    at the jobs limit (naming --jobs; the row after it, malformed here, is never read), and at
+    trace_rows whatever --jobs is; a line longer than any trace's is refused before it is held."""
+    data = _philly(tmp_path / "data", 3000, bad_row=62)
+    trace = data / "philly" / "philly_jobs.csv"
+    out = tmp_path / "x.toml"
+    common = ("--problem", "oasis", "--data", data, "-o", out, "--set", "cluster=gavel")
+    _refused(invoke("--limit", "jobs=50", "import", "philly", *common), trace, "--jobs", "jobs=50")
+    _refused(invoke("--limit", "trace_rows=40", "import", "philly", "--jobs", 10, *common), trace, "row 42", "trace_rows=40")
+    wide = _philly(tmp_path / "wide", 10)
+    (wide / "philly" / "philly_jobs.csv").write_text("timestamp,duration,num_gpus\n" + "," * (2**20 + 10) + "\n")
+    _refused(invoke("import", "philly", "--jobs", 5, "--problem", "oasis", "--data", wide, "-o", out, "--set", "cluster=gavel"),
+             wide / "philly" / "philly_jobs.csv", None, "longer than")
+    assert not out.exists()
+    # a window within the limit from --set start is taken (every job from start on: 3000 - 2995 = 5)
+    good = _philly(tmp_path / "good", 3000)
+    res = invoke("--limit", "jobs=50", "import", "philly", "--problem", "oasis", "--data", good, "-o", out,
+                 "--set", "cluster=gavel", "--set", "start=2995")
+    assert res.code == 0 and "(5 jobs" in res.out, res
+
+
+def test_imports_never_write_what_validate_refuses(tmp_path):
+    """An instance larger than file_mb, which validate would refuse, is refused before it is written,
+    naming --jobs and --servers."""
+    data = _philly(tmp_path / "data", 2000)
+    out = tmp_path / "big.json"
+    res = invoke("--limit", "file_mb=1", "import", "philly", "--problem", "smd", "--jobs", 2000, "--data", data, "-o", out,
+                 "--set", "cluster=gavel", seconds=60)
+    _refused(res, out, None, "file_mb=1", "--jobs", "--servers")
+    assert not out.exists() and list(tmp_path.glob(".big*")) == []
+
+
+def test_the_whole_philly_trace_without_jobs_is_refused_at_once(data_dir, tmp_path):
+    """The real Philly file (82,247 jobs) without --jobs: refused at its 10,001st job naming --jobs
+    (it used to be read whole, built into an instance and refused after 136 s, blaming the output file)."""
+    out = tmp_path / "all.toml"
+    res = invoke("import", "philly", "--problem", "oasis", "--data", data_dir, "-o", out)
+    _refused(res, data_dir / "philly" / "philly_jobs.csv", "--jobs", "jobs=10000")
+    assert not out.exists()
+
+
+def test_catalogs_are_refused_by_entry_count(bases, tmp_path):
+    """A --catalog folder with more entries than catalog_entries is refused, naming the folder, before
+    one is read (these entries are empty files: reading one would be refused naming it instead)."""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"m{i}.toml").write_text("")
+    inst, _ = bases["packing"]
+    _refused(invoke("--limit", "catalog_entries=20", "--catalog", folder, "validate", inst), folder, None,
+             "catalog_entries=20", "30")
+
+
+def test_pending_temporaries_are_removed_and_targets_kept(tmp_path):
+    """remove_pending_temporaries (for the CLI's SIGTERM/SIGINT handler) deletes the temporary file of an
+    open atomic_path block and leaves the target as it was; a finished block leaves nothing listed."""
+    from mlsched_opt.errors import UserError
+    from mlsched_opt.io import files
+
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with pytest.raises(UserError), files.atomic_path(target) as tmp:
+        tmp.write_text("new, half written")
+        assert tmp.exists() and str(tmp) in files._PENDING
+        files.remove_pending_temporaries()
+        assert not tmp.exists() and not files._PENDING
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+    files.write_atomic(target, "new")
+    assert target.read_text() == "new" and not files._PENDING

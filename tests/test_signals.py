@@ -75,11 +75,24 @@ def test_ctrl_c_in_a_running_method_returns_its_best_answer_checked_and_written(
     assert "returning the best answer so far" in stderr and not _leftovers(tmp_path)
 
 
+HIGHS_STARTED = """
+from pathlib import Path
+from mlsched_opt.solvers import pyomo_run
+real = pyomo_run.solve_highs
+def marked(model, options):
+    Path({marker!r}).write_text("searching")
+    return real(model, options)
+pyomo_run.solve_highs = marked
+"""
+
+
 def test_ctrl_c_stops_a_highs_search_with_the_incumbent(tmp_path):
-    hard = tmp_path / "hard.json"
+    hard, marker = tmp_path / "hard.json", tmp_path / "searching"
     hard.write_text(json.dumps(correlated_knapsack(n=120, servers=14, seed=3)))
-    proc = _start(tmp_path, "solve", hard, "--method", "exact", "--time-limit", "600", "--json", "--no-certify")
-    time.sleep(3)  # HiGHS is searching (this instance takes it minutes)
+    proc = _start(tmp_path, "solve", hard, "--method", "exact", "--time-limit", "600", "--json", "--no-certify",
+                  site=HIGHS_STARTED.format(marker=str(marker)))
+    _wait_for(marker, proc)
+    time.sleep(1)  # HiGHS is searching (this instance takes it minutes)
     began = time.monotonic()
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=300)

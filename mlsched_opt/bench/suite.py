@@ -71,7 +71,7 @@ import hashlib
 import itertools
 import math
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,7 +240,9 @@ def _show(value: Any) -> str:
     return f"{_kind(value)} ({value!r})" if not isinstance(value, (dict, list)) else _kind(value)
 
 
-def _product(axes: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
+def _product(r: _Reader, axes: list[tuple[str, list[Any]]], where: str) -> list[dict[str, Any]]:
+    """Every point of a grid, after its size (a lower bound of the suite's tasks) is found within ``bench_tasks``."""
+    _check_tasks(r, _count(*(v for _, v in axes)), f"the points of the grid {where}", where)
     if not axes:
         return [{}]
     keys = [k for k, _ in axes]
@@ -257,6 +259,42 @@ def _parse_option(reader: _Reader, options: Iterable[Any], key: str, value: Any,
         return known[key].parse(value, where)
     except OptionError as exc:
         raise reader.error(exc.reason, where) from None
+
+
+def _check_tasks(r: _Reader, count: int, what: str, where: str) -> None:
+    """Refuse ``count`` tasks (or more) over the limit ``bench_tasks``, counted before anything is expanded:
+    a few lists of a thousand values in a small file make a grid of a billion tasks."""
+    from ..io.files import limits, over_limit
+
+    if count > limits()["bench_tasks"]:
+        raise over_limit("bench_tasks", count, what, r.file, where or None)
+
+
+def _task_factors(suite: Suite) -> dict[str, int]:
+    return {"instances": len(suite.instances), "options": len(suite.option_grid),
+            "methods": sum(len(row_runs(m)) for m in (*suite.reference_methods, *suite.methods))}
+
+
+def _count(*axes: Sized) -> int:
+    """The size of the product of ``axes``: what iterating it would make, without making it."""
+    total = 1
+    for axis in axes:
+        total *= len(axis)
+    return total
+
+
+def task_count(suite: Suite) -> int:
+    """The number of tasks :func:`~mlsched_opt.bench.tasks.expand` makes of ``suite``, by arithmetic."""
+    factors = _task_factors(suite)
+    return factors["instances"] * factors["options"] * factors["methods"]
+
+
+def check_task_count(suite: Suite) -> None:
+    """Refuse a suite of more than ``bench_tasks`` tasks, naming its largest factor as the field."""
+    factors = _task_factors(suite)
+    what = (f"the number of tasks ({factors['instances']} instances x {factors['options']} settings of [options] "
+            f"x {factors['methods']} reference and method runs)")
+    _check_tasks(_Reader(suite.file), task_count(suite), what, max(factors, key=lambda k: factors[k]))
 
 
 def _describe(values: Mapping[str, Any]) -> str:
@@ -361,6 +399,7 @@ def parse_suite(doc: Mapping[str, Any], file: str, catalog: str | None = None) -
     default_solvers = ref_methods[0].solvers if reference == "exact" else ("highs",)
     for i, m in enumerate(methods_doc):
         methods += _method(r, family, m, f"methods[{i}]", time_limit, default_solvers)
+        _check_tasks(r, sum(len(row_runs(m)) for m in methods), "the number of method runs", "methods")
     labels: dict[str, str] = {label: m.where for m in ref_methods for _, label in row_runs(m)}
     for m in methods:
         for _, label in row_runs(m):
@@ -378,10 +417,12 @@ def parse_suite(doc: Mapping[str, Any], file: str, catalog: str | None = None) -
             for i, hook in enumerate(plots):
                 if ":" not in hook:
                     raise r.error(f"expected 'package.module:function', got {hook!r}", f"report.plots[{i}]")
-    return Suite(name=name, problem=problem, file=file, directory=str(directory), description=description,
-                 time_limit=time_limit, catalog=catalog, option_grid=tuple(option_grid), instances=tuple(instances),
-                 reference=reference, reference_methods=tuple(ref_methods), methods=tuple(methods), plots=plots,
-                 document=dict(doc))
+    suite = Suite(name=name, problem=problem, file=file, directory=str(directory), description=description,
+                  time_limit=time_limit, catalog=catalog, option_grid=tuple(option_grid), instances=tuple(instances),
+                  reference=reference, reference_methods=tuple(ref_methods), methods=tuple(methods), plots=plots,
+                  document=dict(doc))
+    check_task_count(suite)
+    return suite
 
 
 def _catalog(r: _Reader, catalog: str | None):
@@ -400,7 +441,7 @@ def _problem_options(r: _Reader, family, value: Any, where: str) -> list[dict[st
         for i, v in enumerate(values):
             at = f"{_join(where, key)}[{i}]" if listed else _join(where, key)
             values[i] = _parse_option(r, family.options, key, v, at, f"problem {family.name}")
-    return _product(axes)
+    return _product(r, axes, where)
 
 
 def _instances(r: _Reader, family, value: Any, directory: Path, catalog, global_keys: set[str]) -> list[InstanceSpec]:
@@ -413,13 +454,16 @@ def _instances(r: _Reader, family, value: Any, directory: Path, catalog, global_
         for i, block in enumerate(blocks):
             where = f"instances.generate[{i}]" if isinstance(table["generate"], list) else "instances.generate"
             out += _generate(r, family, block, where, global_keys)
+            _check_tasks(r, len(out), "the number of instances", "instances")
     if "files" in table:
         out += _files(r, family, table["files"], "instances.files", directory, catalog)
+        _check_tasks(r, len(out), "the number of instances", "instances")
     if "import" in table:
         blocks = table["import"] if isinstance(table["import"], list) else [table["import"]]
         for i, block in enumerate(blocks):
             where = f"instances.import[{i}]" if isinstance(table["import"], list) else "instances.import"
             out += _import(r, family, block, where, directory, global_keys)
+            _check_tasks(r, len(out), "the number of instances", "instances")
     seen: dict[tuple[str, str], str] = {}
     for spec in out:
         ident = (spec.name, digest(spec.problem_options))
@@ -488,7 +532,7 @@ def _split_set(r: _Reader, family, value: Any, where: str, own: Iterable[Any], o
         else:
             names = sorted(own_names) + sorted(problem_names)
             raise r.error(f"unknown option {key!r} for {owner} or problem {family.name} (options: {', '.join(names) or 'none'})", at)
-    return _product(mine), _product(problem)
+    return _product(r, mine, where), _product(r, problem, where)
 
 
 def _generate(r: _Reader, family, value: Any, where: str, global_keys: set[str]) -> list[InstanceSpec]:
@@ -497,6 +541,7 @@ def _generate(r: _Reader, family, value: Any, where: str, global_keys: set[str])
     seeds = _seeds(r, table, where, None)
     gen_grid, prob_grid = _split_set(r, family, table.get("set", {}), _join(where, "set"), family.generate_options,
                                      f"the {family.name} generator", global_keys)
+    _check_tasks(r, _count(*sizes.values(), seeds, gen_grid, prob_grid), "the number of instances of the block", where)
     out = []
     for jobs, servers, slots, gen, prob in itertools.product(sizes["jobs"], sizes["servers"], sizes["slots"], gen_grid, prob_grid):
         setting = {"jobs": jobs, "servers": servers, **({"slots": slots} if slots else {}), **gen}
@@ -521,6 +566,7 @@ def _files(r: _Reader, family, value: Any, where: str, directory: Path, catalog)
         matches = sorted(glob.glob(full, recursive=True))
         if not matches:
             raise r.error(f"no file matches {pattern!r} (relative to {directory})", at)
+        _check_tasks(r, len(seen) + len(matches), "the number of instance files", at)  # before any is read
         for match in matches:
             path = Path(match).resolve()
             if str(path) in seen:
@@ -571,6 +617,7 @@ def _import(r: _Reader, family, value: Any, where: str, directory: Path, global_
         fingerprint = _folder_fingerprint(Path(folder))
     except OSError as exc:  # unreadable, or gone while read
         raise r.error(f"cannot read the trace data: {exc}", _join(where, "data")) from None
+    _check_tasks(r, _count(*sizes.values(), seeds, own, prob_grid), "the number of instances of the block", where)
     out = []
     for jobs, servers, slots, sets, prob in itertools.product(sizes["jobs"], sizes["servers"], sizes["slots"], own, prob_grid):
         setting = {"source": source, **{k: v for k, v in (("jobs", jobs), ("servers", servers), ("slots", slots)) if v}, **sets}
@@ -704,7 +751,7 @@ def _method(r: _Reader, family, value: Any, where: str, time_limit: float, defau
             values[i] = _method_option(r, family, key, v, at)
     grid_keys = [k for k, v in axes if isinstance(table["options"][k], list)]
     out = []
-    for combo in _product(axes):
+    for combo in _product(r, axes, f"{where}.options"):
         variant = label + (f"[{','.join(f'{k}={combo[k]}' for k in grid_keys)}]" if grid_keys else "")
         out.append(MethodSpec(name, variant, method.kind, combo, tl, solvers, gap, certify, seed, where))
     return out

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .suite import InstanceSpec, MethodSpec, Suite, describe_setting, digest, row_runs
+from .suite import InstanceSpec, MethodSpec, Suite, check_task_count, describe_setting, digest, row_runs
 
 #: (column, type) of results.csv, in order; types: str, int, float, bool
 SCHEMA: tuple[tuple[str, type], ...] = (
@@ -134,9 +134,11 @@ def code_version(catalog: str | None = None, package: Path | None = None) -> str
 
 
 def expand(suite: Suite) -> list[Task]:
-    """Every task of the suite, in a fixed order: instance, problem options, reference, methods."""
+    """Every task of the suite, in a fixed order: instance, problem options, reference, methods; a suite of
+    more than ``bench_tasks`` tasks is refused by their count before any is made."""
     from ..io.files import limits
 
+    check_task_count(suite)
     version = code_version(suite.catalog)
     caps = tuple(f"{k}={v}" for k, v in sorted(limits().items()))
     tasks: list[Task] = []

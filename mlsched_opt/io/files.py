@@ -54,6 +54,13 @@ LIMITS: dict[str, tuple[int, str]] = {
     "cells": (20_000_000,
               "servers x jobs x slots (1 when there is no horizon) of an exact model, checked when it is built "
               "(the whole Alibaba trace, 1,523 x 9,061, fits)"),
+    "model_mb": (256, "a policy file (--set model=FILE): its size and the sizes its entries and tensors declare, MiB "
+                      "(the shipped policy is 0.2 MiB)"),
+    "bench_tasks": (100_000, "tasks of one bench suite (instances x settings x method runs), counted before they are made"),
+    "catalog_entries": (1_000, "entry files (.toml, .json) in one workload catalog folder, counted before one is read "
+                               "(the shipped catalog has 35)"),
+    "trace_rows": (1_000_000, "data rows of one trace file read by `mlsched import`, refused as they stream in "
+                              "(the largest shipped trace, Philly's, has 82,247)"),
 }
 ENV_LIMITS = "MLSCHED_LIMITS"
 #: the most digits an integer literal may have (2**53 has 16; Python refuses > 4300 anyway)
@@ -421,38 +428,67 @@ def _file_mode(target: Path) -> int:
         return 0o666 & ~mask
 
 
+#: the temporary files of the :func:`atomic_path` blocks open now (a set: adding and discarding a str is
+#: atomic under the GIL, so a signal handler may read it at any point)
+_PENDING: set[str] = set()
+#: the targets the :func:`atomic_path` blocks of this process have replaced (a command interrupted
+#: after writing says so instead of implying it wrote nothing)
+_WRITTEN: list[str] = []
+
+
+def written_paths() -> list[str]:
+    """The files this process has written (replaced atomically), in order."""
+    return list(_WRITTEN)
+
+
+def remove_pending_temporaries() -> None:
+    """Delete the temporary file of every :func:`atomic_path` block still open, leaving each target as
+    it was: for a signal handler (SIGTERM, SIGINT) that ends the process before those blocks can clean
+    up.  Safe there: no lock, no logging, no allocation beyond a copy of the set; errors are ignored
+    (a file already gone, or replaced onto its target a moment ago, is no longer ours).  Call it only
+    when the process is about to end: a block still running would then fail to replace its target."""
+    for tmp in tuple(_PENDING):
+        _PENDING.discard(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Iterator[Path]:
     """A temporary path in ``path``'s folder for a writer that needs a path (e.g. Pyomo's
     ``model.write``); when the block ends without an exception it replaces ``path`` atomically,
     otherwise it is deleted and ``path`` is untouched.  ``OSError`` becomes :class:`UserError`.
+    While the block is open the temporary file is listed for :func:`remove_pending_temporaries`.
     """
     target = Path(path)
     name = str(path)
     check_writable(target, inputs)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=f".tmp{target.suffix}")
-        os.close(fd)
     except OSError as exc:
         raise _write_error(exc, name) from None
+    _PENDING.add(tmp)
     done = False
     try:
         try:
+            os.close(fd)
             yield Path(tmp)
             os.chmod(tmp, _file_mode(target))
             os.replace(tmp, target)
             done = True
+            _WRITTEN.append(name)
         except OSError as exc:
             raise _write_error(exc, name) from None
     finally:
+        _PENDING.discard(tmp)
         if not done:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
 
-def write_atomic(path: str | Path, text: str, inputs: Iterable[str | Path | None] = ()) -> None:
+def write_atomic(path: str | Path, text: str | bytes, inputs: Iterable[str | Path | None] = ()) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path` and :func:`check_writable`."""
-    data = text.encode("utf-8")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     with atomic_path(path, inputs) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -460,10 +496,16 @@ def write_atomic(path: str | Path, text: str, inputs: Iterable[str | Path | None
 
 
 def write_document(doc: dict[str, Any], path: str | Path, inputs: Iterable[str | Path | None] = ()) -> None:
-    """Write ``doc`` as JSON or TOML, by the file's extension, atomically."""
+    """Write the instance ``doc`` as JSON or TOML, by the file's extension, atomically; never a file
+    larger than ``file_mb``, which reading it back (``validate``) would refuse."""
     fmt = format_of(path)
-    text = dump_json(doc) if fmt == "json" else dump_toml(doc)
-    write_atomic(path, text, inputs)
+    data = (dump_json(doc) if fmt == "json" else dump_toml(doc)).encode("utf-8")
+    cap = limits()["file_mb"]
+    if len(data) > cap * 2**20:
+        raise UserError(f"the instance would be {-(-len(data) // 2**20)} MiB, over the limit file_mb={cap} that reading it "
+                        f"back allows; make fewer jobs or servers (--jobs, --servers), or raise the limit with "
+                        f"`mlsched --limit file_mb=N ...` (for every command that reads it)", str(path))
+    write_atomic(path, data, inputs)
 
 
 def dump_json(doc: Any) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import OptionError
 from ..io.catalog import Catalog
+from ..io.files import limits, over_limit
 from ..io.shared_data import shared_data_dir
 from .model import Cluster, ImportSpec, Node, Trace, TraceJob
 from .table import TraceError
@@ -91,18 +92,35 @@ def import_instance(source: str, family: Any, data: Path, jobs: int | None, serv
     if family.trace is None or source not in family.trace.sources:
         feeds = sorted(n for n, f in _families().items() if f.trace and source in f.trace.sources)
         raise OptionError(f"{source} does not feed problem {family.name}; it feeds {', '.join(feeds)}", field="--problem")
-    for name, value in (("--jobs", jobs), ("--servers", servers), ("--slots", slots)):
+    caps = limits()
+    for name, value in (("jobs", jobs), ("servers", servers), ("slots", slots)):
         if value is not None and value < 1:
-            raise OptionError(f"{name} must be at least 1, got {value}", field=name)
+            raise OptionError(f"--{name} must be at least 1, got {value}", field=f"--{name}")
+        if value is not None and value > caps[name]:
+            raise over_limit(name, value, f"the number of {name}", None, f"--{name}")
     if seed < 0:
         raise OptionError(f"seed must be >= 0, got {seed}", field="--seed")
     options = parse_values(source_options(source, family), sets, "--set", f"importing {source} into {family.name}")
     if options.get("start", -1) < 0:
         options["start"] = None
-    spec = ImportSpec(source, family.name, data, jobs, servers, slots, seed, options, dict(sets), [])
+    spec = ImportSpec(source, family.name, data, jobs, servers, slots, seed, options, dict(sets), [], window_limit=caps["jobs"])
     trace = src.read(spec)
     doc = family.trace.build(trace, spec, catalog)
+    _check_built(doc)
     return doc, spec.notes
+
+
+def _check_built(doc: Mapping[str, Any]) -> None:
+    """Refuse an imported instance over the jobs, servers or slots limit naming the flag that makes it
+    smaller, before anything reads it back (where the message could only blame the output file)."""
+    caps = limits()
+    servers = (doc.get("cluster") or {}).get("servers") or []
+    counts = {"jobs": len(doc.get("jobs") or []),
+              "servers": sum(s.get("count", 1) if isinstance(s, Mapping) else 1 for s in servers),
+              "slots": (doc.get("time") or {}).get("slots") or 0}
+    for name, value in counts.items():
+        if isinstance(value, int) and value > caps[name]:
+            raise over_limit(name, value, f"the imported instance's number of {name}", None, f"--{name}")
 
 
 def _families() -> Mapping[str, Any]:

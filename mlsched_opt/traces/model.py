@@ -102,6 +102,9 @@ class ImportSpec:
     options: Mapping[str, Any] = field(default_factory=dict)   # the source's and the family's, parsed
     sets: Mapping[str, str] = field(default_factory=dict)      # as given on the command line
     notes: list[str] = field(default_factory=list)   # what the import said to the user (taken all, ...)
+    #: the most jobs a window without --jobs may hold, refused as the trace streams (import_instance sets
+    #: the jobs limit; None, for a reader used on its own, reads the whole trace)
+    window_limit: int | None = None
 
     def rng(self, purpose: str) -> np.random.Generator:
         """A generator for one purpose, so that adding a draw in one place does not move the others."""

@@ -16,10 +16,13 @@ Files and their columns (the layout of ``../shared/data``, see its ``SOURCES.md`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ..io.files import ENV_LIMITS
 from .model import Cluster, ImportSpec, Node, Trace, TraceJob, pick_nodes, window
 from .table import Column, TraceError, data_file, header, read_rows
 
@@ -129,6 +132,27 @@ def _unique_names(names: list, rows: list[int], path: Path, column: str) -> None
         seen[name] = row
 
 
+def job_rows(path: Path, columns: list[Column], spec: ImportSpec, what: str = "jobs") -> Iterator[tuple[int, list[Any]]]:
+    """:func:`~.table.read_rows` of a job trace, stopped as soon as the window is known to be over
+    ``spec.window_limit`` (the ``jobs`` limit in an import): without ``--jobs`` the window is every job
+    from ``--set start`` on, so a file of more than ``jobs + start`` jobs is refused at that row, naming
+    ``--jobs``, before the rest is read (the real Philly file, 82,247 jobs, was read whole and built
+    into an instance first: 136 s)."""
+    if spec.jobs is not None or spec.window_limit is None:  # --jobs is checked against the limit before any reading
+        yield from read_rows(path, columns)
+        return
+    cap = spec.window_limit
+    start = spec.options.get("start") or 0
+    most = cap + start
+    for count, item in enumerate(read_rows(path, columns), start=1):
+        if count > most:
+            after = f" from --set start={start}" if start else ""
+            raise TraceError(f"without --jobs the window is every one of its {what}{after}, and there are more than {cap:,}, "
+                             f"over the limit jobs={cap}; take a window with --jobs N (N <= {cap:,}), or raise the limit with "
+                             f"`mlsched --limit jobs=N ...` (or ${ENV_LIMITS}=jobs=N)", str(path), "--jobs")
+        yield item
+
+
 def _order(submit: list[float], rows: list[int]) -> np.ndarray:
     """Submission order, ties by row (the files are not sorted)."""
     return np.lexsort((np.array(rows), np.array(submit)))
@@ -159,7 +183,7 @@ def alibaba_pods(spec: ImportSpec) -> Trace:
     specs: list[str | None] = []
     times: list[float] = []
     ends: list[float | None] = []
-    for row, values in read_rows(path, cols):
+    for row, values in job_rows(path, cols, spec, "pods"):
         name, c, m, g, gm = values[:5]
         if g and not 0 < gm <= 1000:
             raise TraceError(f"gpu_milli {gm} must be in 1..1000 for a pod with GPUs", str(path), f"row {row}, column gpu_milli")
@@ -205,7 +229,7 @@ def philly_jobs(spec: ImportSpec) -> Trace:
     cols = [Column("timestamp", "timestamp"), Column("duration", "number", minimum=0, maximum=MAX_SECONDS),
             Column("num_gpus", "integer", minimum=0, maximum=MAX_GPUS)]
     rows, times, durations, gpus = [], [], [], []
-    for row, (t, d, g) in read_rows(path, cols):
+    for row, (t, d, g) in job_rows(path, cols, spec):
         rows.append(row)
         times.append(t)
         durations.append(d)
@@ -229,7 +253,7 @@ def pollux_jobs(spec: ImportSpec) -> Trace:
     cols = [Column("name", "text"), Column("time", "number", minimum=0, maximum=MAX_SECONDS), Column("application", "text"),
             Column("num_replicas", "integer", minimum=1, maximum=MAX_GPUS), Column("batch_size", "integer", minimum=1, maximum=2**31)]
     rows, names, times, models, replicas, batches = [], [], [], [], [], []
-    for row, (name, t, app, r, b) in read_rows(path, cols):
+    for row, (name, t, app, r, b) in job_rows(path, cols, spec):
         if app not in POLLUX_MODELS:
             raise TraceError(f"application {app!r} has no catalog workload (known: {', '.join(POLLUX_MODELS)})", str(path),
                              f"row {row}, column application")

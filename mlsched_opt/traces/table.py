@@ -2,6 +2,9 @@
 
 Trace files are large (82,247 Philly rows), so rows are read once, streaming, into plain lists;
 no row is kept as a dict.  A row is numbered as a spreadsheet shows it: the header is row 1.
+What one file may make us read is bounded as it streams: at most ``trace_rows`` data rows (a
+limit, :func:`mlsched_opt.io.files.limits`) and lines of at most :data:`MAX_LINE_CHARS`
+characters, each refused at the row where it is passed, before the rest is read.
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..io.files import ENV_LIMITS, limits
 
 #: Largest trace file read (bytes); the shared data's largest is 3.7 MB.
 MAX_TRACE_BYTES = 512 * 2**20
+#: Longest line of a trace file (characters): the shared data's longest is under 200; a line of
+#: millions of commas would otherwise become a row of millions of cells in memory
+MAX_LINE_CHARS = 2**20
 
 
 class TraceError(UserError):
@@ -102,18 +109,40 @@ def header(path: Path) -> set[str]:
     return {h.strip() for h in first}
 
 
+def bounded_lines(fh: Any, name: str) -> Iterator[str]:
+    """The file's lines, each refused when longer than :data:`MAX_LINE_CHARS` before more of it is read."""
+    number = 0
+    while True:
+        line = fh.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise TraceError(f"line {number:,} is longer than {MAX_LINE_CHARS:,} characters; a trace line is a few dozen", name)
+        yield line
+
+
+def too_many_rows(name: str, number: int) -> TraceError:
+    """The error for a trace file with more data rows than the limit ``trace_rows`` (``number``: the first row over)."""
+    cap = limits()["trace_rows"]
+    return TraceError(f"the file has more than {cap:,} data rows, over the limit trace_rows={cap} "
+                      f"(raise it with `mlsched --limit trace_rows=N ...` or ${ENV_LIMITS}=trace_rows=N)", name, at(number))
+
+
 # values are Any: each one's type follows its Column's kind, which a static list type cannot carry
 def read_rows(path: Path, columns: list[Column]) -> Iterator[tuple[int, list[Any]]]:
     """``(row number, values)`` for each data row, values parsed by ``columns`` (``None`` for an
-    empty optional cell).  A missing column, a short row or a bad cell is a :class:`TraceError`."""
+    empty optional cell).  A missing column, a short row or a bad cell is a :class:`TraceError`;
+    so is a file of more than ``trace_rows`` data rows, refused at the first row over, unread beyond it."""
     name = str(path)
+    most = limits()["trace_rows"] + 1  # the header is row 1
     try:
         # outside `with` so that only the open maps to "cannot read"; a spreadsheet's byte-order mark is not part of the header
         fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror}", name) from None
     with fh:
-        reader = csv.reader(fh)
+        reader = csv.reader(bounded_lines(fh, name))
         try:
             header = next(reader, None)
             if header is None:
@@ -125,6 +154,8 @@ def read_rows(path: Path, columns: list[Column]) -> Iterator[tuple[int, list[Any
                                  at(1, missing[0]))
             picks = [(index[c.name], c, *KINDS[c.kind]) for c in columns]
             for number, row in enumerate(reader, start=2):
+                if number > most:
+                    raise too_many_rows(name, number)
                 if not row:
                     continue
                 values: list[object] = []

@@ -24,6 +24,11 @@ Spec 004 section 2 [PROP where marked there; sized for a 2-core CPU, our design]
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pickletools
+import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UserError
+from ...io.files import atomic_path, limits, over_limit
 from .baselines import HEURISTICS, Heuristic, LoadBalance, Packing, make_heuristic
 from .exact import standalone_profile, standalone_speeds
 from .features import advice_of, context_width, decision_state, first_role, host_width, job_width, reward_inputs, server_width
@@ -254,26 +260,16 @@ class LoadedPolicy:
 
 
 def save_policy(path: str | Path, net: Any, types: tuple[str, ...], meta: dict) -> None:
-    """Write the policy atomically: a temporary file in the target folder, then ``os.replace``, so
-    an interrupted save never leaves a truncated policy where a good one was.  The file holds only
-    tensors, strings, numbers, lists and dicts, so :func:`load_policy` reads it with
-    ``torch.load(weights_only=True)``."""
+    """Write the policy atomically (:func:`~mlsched_opt.io.files.atomic_path`: a temporary file in the
+    target folder, then ``os.replace``, so an interrupted save never leaves a truncated policy where a
+    good one was, and a signal handler can remove the temporary file).  The file holds only tensors,
+    strings, numbers, lists and dicts, so :func:`load_policy` reads it with ``torch.load(weights_only=True)``."""
     import json
-    import os
-    import tempfile
 
-    path = Path(path)
     # JSON round trip: the metadata must be plain data (no numpy scalars, no objects) to load safely
     doc = {"format": FORMAT, "types": list(types), "state_dict": net.state_dict(), "meta": json.loads(json.dumps(meta, default=_plain))}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(doc, fh)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared policy from its readers
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        torch.save(doc, tmp)
 
 
 def _plain(value: Any) -> Any:
@@ -320,12 +316,212 @@ EARLIER_FORMATS = {
 }
 
 
+# --- sizes before loading ---------------------------------------------------------------------
+# ``weights_only`` stops code, not memory: a 3 MiB file whose deflated entry or whose storage declares
+# gigabytes made torch.load allocate them (3.5 GB peak before its error).  So a policy is refused by what it
+# declares, read without torch and without unpickling [our design, issue 31].
+
+#: bytes per element of torch's storage classes as a pickle names them (``torch FloatStorage``); an unknown
+#: class counts as the widest element (complex128), so the estimate stays an upper bound
+_ELEMENT_BYTES = {"DoubleStorage": 8, "FloatStorage": 4, "HalfStorage": 2, "BFloat16Storage": 2, "LongStorage": 8,
+                  "IntStorage": 4, "ShortStorage": 2, "CharStorage": 1, "ByteStorage": 1, "BoolStorage": 1,
+                  "ComplexFloatStorage": 8, "ComplexDoubleStorage": 16, "UntypedStorage": 1}
+_WIDEST = 16
+#: the most ``data.pkl`` bytes read: it holds the tensors' index and the metadata (3.6 KB in the shipped
+#: policy), and unpickling it, ours or torch's, is Python code at about 3 s per 10 MiB
+MAX_PICKLE_BYTES = 4 * 2**20
+_MARK = object()
+_UNKNOWN = object()
+
+
+class _Global(str):
+    """A ``module name`` reference read from a pickle (never imported)."""
+
+
+def _policy_error(message: str, p: Path) -> UserError:
+    return UserError(message, file=str(p), field="--model")
+
+
+def _over_model_mb(what: str, size: int, p: Path) -> UserError:
+    return over_limit("model_mb", -(-size // 2**20), f"{what} in MiB", str(p), "--model")
+
+
+def declared_bytes(p: Path) -> int:
+    """The bytes ``torch.load`` of ``p`` would allocate for tensors, read from what the file declares, or a
+    :class:`UserError` naming ``p`` when the file, an entry or the tensors exceed ``model_mb``.
+
+    Checked without torch and without unpickling: the file's size; that it is a zip archive whose
+    entries are all stored (``torch.save`` never compresses, and a deflated entry is how a small file
+    inflates to gigabytes); every entry's declared size; and, from ``data.pkl``'s opcodes
+    (:func:`pickletools.genops`, nothing executed), each storage's persistent id ``('storage', type,
+    key, location, numel)``, whose bytes are ``numel`` x the type's element size.
+    """
+    cap = limits()["model_mb"] * 2**20
+    try:
+        size = p.stat().st_size
+        if size > cap:
+            raise _over_model_mb("the file size", size, p)
+        with zipfile.ZipFile(p) as archive:
+            pickles = [_entry_bytes(archive, info, cap, p) for info in archive.infolist()]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, RuntimeError, NotImplementedError):
+        # RuntimeError: an encrypted entry; NotImplementedError: an unknown compression
+        raise _policy_error("not a policy file: not the zip archive torch.save writes", p) from None
+    except OSError as exc:
+        raise _policy_error(f"cannot read file ({exc.strerror or exc})", p) from None
+    found = [raw for raw in pickles if raw is not None]
+    if not found:
+        raise _policy_error("not a policy file: the archive has no data.pkl", p)
+    storages: dict[tuple[int, Any], int] = {}
+    for i, raw in enumerate(found):
+        for key, nbytes in _storage_sizes(raw, p).items():
+            storages[i, key] = max(nbytes, storages.get((i, key), 0))
+    total = sum(storages.values())
+    if total > cap:
+        raise _over_model_mb("the size its tensors declare", total, p)
+    return total
+
+
+def _entry_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, p: Path) -> bytes | None:
+    """Check one entry's compression and declared size; the content of a ``data.pkl`` entry, else None."""
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise _policy_error(f"the archive entry {info.filename!r} is compressed; torch.save stores its entries uncompressed, "
+                            "and a compressed entry may inflate without bound", p)
+    if info.file_size > cap:
+        raise _over_model_mb(f"the archive entry {info.filename!r}", info.file_size, p)
+    if info.filename.rsplit("/", 1)[-1] != "data.pkl":
+        return None
+    if info.file_size > MAX_PICKLE_BYTES:
+        raise _policy_error(f"the archive entry {info.filename!r} is {info.file_size:,} bytes; a policy's index and "
+                            f"metadata take kilobytes (at most {MAX_PICKLE_BYTES >> 20} MiB is read)", p)
+    return archive.read(info)
+
+
+def _storage_sizes(raw: bytes, p: Path) -> dict[Any, int]:
+    """key -> declared bytes of every storage a pickle refers to, by a stack walk over its opcodes that
+    keeps literals, globals and tuples and nothing else (so nothing is built or run)."""
+    stack: list[Any] = []
+    memo: dict[Any, Any] = {}
+    sizes: dict[Any, int] = {}
+    try:
+        for op, arg, _ in pickletools.genops(raw):
+            if op.name == "BINPERSID":
+                key, nbytes = _storage_id(stack.pop(), p)
+                sizes[key] = max(nbytes, sizes.get(key, 0))
+                stack.append(_UNKNOWN)
+            elif op.name == "PERSID":
+                raise _policy_error("not a policy file: a persistent id that torch.save does not write", p)
+            else:
+                _step(op, arg, stack, memo)
+    except (ValueError, IndexError, KeyError):  # a truncated or malformed pickle, an unknown opcode, a stack underflow
+        raise _policy_error("not a policy file: data.pkl is not a well-formed pickle", p) from None
+    return sizes
+
+
+def _storage_id(pid: Any, p: Path) -> tuple[Any, int]:
+    ok = isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _Global)
+    numel = pid[4] if ok else None
+    if not ok or not isinstance(numel, int) or isinstance(numel, bool) or numel < 0 or not isinstance(pid[2], str):
+        raise _policy_error("not a policy file: a tensor storage whose declared size cannot be read", p)
+    kind = pid[1].rpartition(" ")[2]
+    return pid[2], numel * _ELEMENT_BYTES.get(kind, _WIDEST)
+
+
+_LITERALS = {"BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING", "SHORT_BINSTRING",
+             "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "NONE", "NEWTRUE", "NEWFALSE"}
+_TUPLES = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+
+
+def _step(op: pickletools.OpcodeInfo, arg: Any, stack: list[Any], memo: dict[Any, Any]) -> None:
+    """One opcode's effect on the stack; an opcode that builds anything but a tuple leaves an unknown value
+    (its stack effect comes from :mod:`pickletools`' table)."""
+    name = op.name
+    if name in _LITERALS:
+        stack.append(arg)
+    elif name == "MARK":
+        stack.append(_MARK)
+    elif name == "GLOBAL":
+        stack.append(_Global(arg))
+    elif name == "STACK_GLOBAL":
+        attr, module = stack.pop(), stack.pop()
+        stack.append(_Global(f"{module} {attr}") if isinstance(module, str) and isinstance(attr, str) else _UNKNOWN)
+    elif name in _TUPLES:
+        n = _TUPLES[name]
+        if n > len(stack):
+            raise IndexError("stack underflow")
+        items = tuple(stack[len(stack) - n:]) if n else ()
+        del stack[len(stack) - n:]
+        stack.append(items)
+    elif name == "TUPLE":
+        stack.append(tuple(_pop_mark(stack)))
+    elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+        memo[arg] = stack[-1]
+    elif name == "MEMOIZE":
+        memo[len(memo)] = stack[-1]
+    elif name in ("GET", "BINGET", "LONG_BINGET"):
+        stack.append(memo[arg])
+    else:
+        before = op.stack_before
+        if pickletools.markobject in before:
+            _pop_mark(stack)
+            before = before[:before.index(pickletools.markobject)]
+        for _ in before:
+            stack.pop()
+        stack.extend(_UNKNOWN for _ in op.stack_after)
+
+
+def _pop_mark(stack: list[Any]) -> list[Any]:
+    """The items above the topmost mark, removed with it (an IndexError when there is no mark)."""
+    for at in range(len(stack) - 1, -1, -1):
+        if stack[at] is _MARK:
+            items = stack[at + 1:]
+            del stack[at:]
+            return items
+    raise IndexError("no mark")
+
+
+@contextlib.contextmanager
+def _address_space_cap(extra: int) -> Iterator[None]:
+    """While the block runs, the process may map at most ``extra`` bytes more than it has now (RLIMIT_AS,
+    lowered and then restored; never raised).  A second guard behind :func:`declared_bytes` for an
+    allocation we did not foresee: measured, a torch.load under it fails with torch's own "can't
+    allocate memory" instead of taking the memory.  The limit is the process's: another thread's
+    allocations meanwhile count too (:data:`LOAD_HEADROOM` leaves them room; a bench worker runs one
+    task at a time).  Where there is no ``resource`` module or no /proc (not Linux), it does nothing."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as fh:
+            mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (ImportError, OSError, ValueError):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = mapped + extra
+    for bound in (soft, hard):
+        if bound != resource.RLIM_INFINITY:
+            cap = min(cap, bound)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+#: what a load may map beyond the tensors it declares (twice, for a copy): the pickle's plain data,
+#: torch's buffers, and any other thread's allocations meanwhile [our design; the shipped policy needs 1 MiB]
+LOAD_HEADROOM = 512 * 2**20
+
+
 def _read_policy_document(p: Path, earlier_formats: bool = False) -> dict:
     """The policy document, read with ``weights_only=True``: unpickling may build tensors and plain
-    containers only, so a crafted file cannot run code (a policy is a file people download).
+    containers only, so a crafted file cannot run code (a policy is a file people download); and only
+    after :func:`declared_bytes` has found what it declares within ``model_mb``, with the address
+    space capped meanwhile (:func:`_address_space_cap`).
     ``earlier_formats``: accept a policy of an earlier format too (``train -o`` may replace one)."""
+    tensors = declared_bytes(p)
     try:
-        doc = torch.load(p, map_location="cpu", weights_only=True)
+        with _address_space_cap(2 * tensors + LOAD_HEADROOM):
+            doc = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 -- a corrupt, foreign or code-carrying file is the user's, not a bug
         raise UserError(f"not a safe policy file: only tensors and plain data are loaded ({type(exc).__name__})",
                         file=str(p), field="--model") from None

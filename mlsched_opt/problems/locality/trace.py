@@ -54,9 +54,11 @@ import numpy as np
 
 from ...errors import UserError
 from ...io.catalog import Catalog
+from ...io.files import limits
 from ...traces import ImportSpec, Trace, describe
 from ...traces.mapping import ARRIVALS, arrival_slots, assign_models
 from ...traces.sources import cluster
+from ...traces.table import bounded_lines, too_many_rows
 from ..base import Option
 from .calibration import POLLUX_TRACE, inter_bandwidth
 from .generate import OPTIONS as GENERATE_OPTIONS, WORKLOADS
@@ -244,9 +246,12 @@ def _pollux_ratio(spec: ImportSpec, trace: str, gpus: int = 4) -> float | None:
         raise UserError("calibration=pollux needs Pollux's placement measurements", file=str(path), field="--set calibration")
     packed: dict[int, float] = {}
     spread: dict[int, float] = {}
+    most = limits()["trace_rows"] + 1  # the header is row 1
     try:
         with path.open(newline="", encoding="utf-8") as fh:
-            for row, rec in enumerate(csv.DictReader(fh), start=2):
+            for row, rec in enumerate(csv.DictReader(bounded_lines(fh, str(path))), start=2):
+                if row > most:
+                    raise too_many_rows(str(path), row)
                 place = rec.get("placement")
                 if place not in (str(gpus), "1" * gpus):
                     continue
