@@ -6,14 +6,24 @@ data folder); the others build what they need.
 
 from __future__ import annotations
 
+import itertools
+import json
+import time
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pyomo.environ as pyo
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 
 from mlsched_opt.problems.locality.online import BOTH, Rounding, Schedule, Window, _first_deadline
 from mlsched_opt.problems.locality.pcilp import LocalityJob, Patterns
+from mlsched_opt.solvers import SolveOptions, cpsat, solve
+from mlsched_opt.solvers.certify import certify, model_checker
+from mlsched_opt.solvers.scip import scip_available
+from mlsched_opt.tolerances import core_capacity_limit
 
 # --- 1. locality: the deadline scan reads past the window it has computed -----------------------------------------
 
@@ -48,11 +58,13 @@ def _import(run, tmp_path: Path, *args: str) -> Path:
 
 
 def _solve_and_check(run, tmp_path: Path, instance: Path, method: str, *args: str) -> str:
+    """``solve --out`` (its own check must pass) and ``check`` of the written answer; the solve's text."""
     answer = tmp_path / f"{method}.json"
     code, text, err = run("solve", instance, "--method", method, "--out", answer, *args)
     assert code == 0 and "check: ok" in text, (method, text, err)
-    code, text, err = run("check", instance, answer)
-    assert code == 0 and "ok: feasible" in text, (method, text, err)
+    sets = [a for i, a in enumerate(args) if a == "--set" or (i and args[i - 1] == "--set")]
+    code, verdict, err = run("check", instance, answer, *sets)
+    assert code == 0 and "ok: feasible" in verdict, (method, verdict, err)
     return text
 
 
@@ -91,3 +103,120 @@ def test_pollux_locality_import_exact_answers_or_refuses_cleanly(run, tmp_path, 
     # 160 jobs x 90 slots x 16 machines is past the exact model's size: refused by size, naming the field, no traceback
     assert (code == 0 and ("check: ok" in text or "time-limit-no-solution" in text)) or \
         (code == 2 and "time.slots" in err and "use an algorithm" in err and "Traceback" not in err), (code, text, err)
+
+
+# --- 2. CP-SAT: an exact integer form of every row HiGHS takes, else HiGHS and a note ----------------------------------
+
+
+def _points(domains: list[tuple[int, int]]) -> list[tuple[int, ...]]:
+    return list(itertools.product(*(range(lo, hi + 1) for lo, hi in domains)))
+
+
+def _holds(coefs, x, lo, hi) -> bool:  # type: ignore[no-untyped-def]
+    value = sum(c * v for c, v in zip(coefs, x))
+    return (lo is None or value >= lo) and (hi is None or value <= hi)
+
+
+decimals = st.builds(lambda n, places: Fraction(n, 10**places), st.integers(-10**9, 10**9), st.integers(0, 16))
+bounds = st.one_of(st.none(), decimals)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(decimals, st.integers(-2, 1), st.integers(0, 3)), min_size=1, max_size=3), bounds, bounds)
+def test_integer_row_keeps_exactly_the_integer_points(terms, lower, upper):
+    assume(lower is not None or upper is not None)
+    coefs = [c for c, _, _ in terms]
+    domains = [(lo, lo + width) for _, lo, width in terms]
+    for row in (cpsat._scaled(coefs, [cpsat._span(*d) for d in domains], lower, upper),
+                cpsat._fold_one(coefs, domains, [cpsat._span(*d) for d in domains], lower, upper)):
+        if row is None:
+            continue
+        assert all(isinstance(c, int) for c in row.coefs)
+        for x in _points(domains):
+            assert _holds(coefs, x, lower, upper) == _holds(row.coefs, x, row.lo, row.hi), (x, row)
+
+
+def test_a_capacity_with_the_checkers_slack_on_a_used_binary_is_exact():
+    """Alibaba's memory (274.877906944 GB) against the checker's limit ``cap (1 + 1e-6)`` times ``used``: the common
+    denominator (10^14) is past CP-SAT's range, the fold into the threshold keeps every integer point."""
+    demand = [cpsat.decimal(x) for x in (12.884901888, 25.769803776, 4.294967296)]
+    cap = cpsat.decimal(core_capacity_limit(274.877906944))
+    domains = [(0, 8), (0, 8), (0, 8), (0, 1)]
+    coefs = [*demand, -cap]
+    spans = [cpsat._span(*d) for d in domains]
+    assert cpsat._scaled(coefs, spans, None, Fraction(0)) is None  # 10^14 x 8 x ... is beyond 2^53
+    row = cpsat.integer_row(coefs, domains, None, Fraction(0))
+    assert row is not None
+    for x in _points(domains):
+        assert _holds(coefs, x, None, 0) == _holds(row.coefs, x, row.lo, row.hi), x
+
+
+def _slack_model(cap: float, demand: float, count: int) -> pyo.ConcreteModel:
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.NonNegativeIntegers, bounds=(0, count))
+    m.cap = pyo.Constraint(expr=demand * m.x <= core_capacity_limit(cap))
+    m.o = pyo.Objective(expr=m.x, sense=pyo.maximize)
+    return m
+
+
+def test_cpsat_takes_the_checkers_slack_without_cutting_a_load_at_the_limit():
+    # 3 x 0.5000005 = 1.5000015 is exactly the checker's limit of 1.5 (1.5 + 1e-6 x 1.5): accepted, so CP-SAT must take x = 3
+    report = solve(_slack_model(1.5, 0.5000005, 5), SolveOptions(solver="cpsat", gap=0.0))
+    assert report.solver == "cpsat" and report.status == "optimal" and report.objective == 3
+    report = solve(_slack_model(1.5, 0.5000006, 5), SolveOptions(solver="cpsat", gap=0.0))
+    assert report.objective == 2
+
+
+def test_cpsat_hands_a_row_beyond_its_range_to_highs_and_says_so():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(["a", "b"], domain=pyo.NonNegativeIntegers, bounds=(0, 10**6))
+    m.c = pyo.Constraint(expr=0.1234567890123 * m.x["a"] + 98765.4321 * m.x["b"] <= 10**9)
+    m.o = pyo.Objective(expr=m.x["a"] + m.x["b"], sense=pyo.maximize)
+    with cpsat.strict(), pytest.raises(cpsat.NotTranslatable, match="safe range"):
+        solve(m, SolveOptions(solver="cpsat"))
+    report = solve(m, SolveOptions(solver="cpsat"))
+    assert report.has_solution and report.solver == "highs"
+    assert "CP-SAT cannot take this model exactly" in report.message and "solved by HiGHS instead" in report.message
+    assert "--solver" not in report.message
+
+
+def test_certify_referees_a_cpsat_fallback_with_scip_not_highs():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(["a", "b"], domain=pyo.NonNegativeIntegers, bounds=(0, 10**6))
+    m.c = pyo.Constraint(expr=0.1234567890123 * m.x["a"] + 98765.4321 * m.x["b"] <= 10**5)
+    m.o = pyo.Objective(expr=m.x["a"] + 2 * m.x["b"], sense=pyo.maximize)
+    options = SolveOptions(solver="cpsat", gap=0.0)
+    report = solve(m, options)
+    assert report.solver == "highs" and report.status == "optimal"
+    extract, evaluate = model_checker(m)
+    certified, _ = certify(m, report, extract(m), options, time.perf_counter() + 30, extract, evaluate)
+    if scip_available():
+        assert certified.certified_by.startswith("scip"), certified.message
+    else:  # CP-SAT cannot referee it (strict), so no second opinion: unconfirmed, never HiGHS confirming itself
+        assert certified.status == "feasible" and "cpsat cannot take this model" in certified.message
+    assert "highs" not in certified.certified_by
+
+
+@pytest.fixture(scope="module")
+def alibaba_packing(tmp_path_factory, data_dir) -> Path:
+    from mlsched_opt.cli import main
+
+    out = tmp_path_factory.mktemp("alibaba") / "pods.toml"
+    with pytest.raises(SystemExit) as exc:
+        main(["import", "alibaba", "--problem", "packing", "--jobs", "60", "--servers", "16", "-o", str(out)])
+    assert exc.value.code == 0
+    return out
+
+
+@pytest.mark.parametrize("objective", ["weight", "servers"])
+def test_cpsat_answers_an_alibaba_packing_import(run, tmp_path, alibaba_packing, objective):
+    text = _solve_and_check(run, tmp_path, alibaba_packing, "exact", "--solver", "cpsat", "--set", f"objective={objective}",
+                            "--time-limit", "20")
+    assert "solver cpsat" in text and "solved by HiGHS" not in text
+
+
+def test_compare_on_an_alibaba_packing_import_keeps_its_highs_row(run, alibaba_packing):
+    code, text, err = run("compare", alibaba_packing, "--time-limit", "20", "--json")
+    assert code in (0, 1), err
+    rows = {r["label"]: r for r in json.loads(text)}
+    assert rows["exact (highs)"]["status"] in ("optimal", "feasible") and rows["exact (cpsat)"]["solver"] == "cpsat"
