@@ -6,10 +6,10 @@ data folder); the others build what they need.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,10 +25,12 @@ from mlsched_opt.solvers.certify import certify, model_checker
 from mlsched_opt.solvers.scip import scip_available
 from mlsched_opt.tolerances import core_capacity_limit
 
+from .conftest import DEMO
+
 # --- 1. locality: the deadline scan reads past the window it has computed -----------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _LateRounding(Rounding):
     """Fails every deadline before ``ok_from``: the scan must go past the window the earliest deadline computed."""
 
@@ -220,3 +222,78 @@ def test_compare_on_an_alibaba_packing_import_keeps_its_highs_row(run, alibaba_p
     assert code in (0, 1), err
     rows = {r["label"]: r for r in json.loads(text)}
     assert rows["exact (highs)"]["status"] in ("optimal", "feasible") and rows["exact (cpsat)"]["solver"] == "cpsat"
+
+
+# --- 3. compare and bench keep every row that finished -----------------------------------------------------------
+
+
+def test_compare_keeps_the_finished_rows_when_a_solver_or_method_fails(monkeypatch):
+    from mlsched_opt.bench.compare import compare, exit_code, format_table
+    from mlsched_opt.errors import SolverUnavailable
+    from mlsched_opt.io import load_instance
+    from mlsched_opt.problems import get_family
+
+    def refuses(model, options):
+        raise SolverUnavailable("the back end refuses this model", field="--solver")
+
+    family = get_family("packing")
+    monkeypatch.setattr(cpsat, "solve_cpsat", refuses)
+    monkeypatch.setitem(family.methods, "pop", dataclasses.replace(family.methods["pop"], run=_boom))
+    inst = load_instance(DEMO)
+    rows = {r.label: r for r in compare(inst, family, [("exact", "highs"), ("exact", "cpsat"), ("ffd", "highs"), ("pop", "highs")],
+                                        {}, SolveOptions(time_limit=30))}
+    assert rows["exact (highs)"].report.status == "optimal" and rows["exact (highs)"].ratio == 1.0
+    assert rows["exact (cpsat)"].report.status == "error" and "refuses this model" in rows["exact (cpsat)"].report.message
+    assert rows["pop"].report.status == "error" and rows["pop"].report.message == "RuntimeError: boom in a method"
+    assert rows["ffd"].check is not None and rows["ffd"].check.feasible and rows["ffd"].ratio is not None
+    assert rows["exact (cpsat)"].ratio is None and rows["pop"].ratio is None
+    assert exit_code(list(rows.values())) == 1
+    table = format_table(list(rows.values()))
+    assert "error in exact (cpsat): --solver: the back end refuses this model" in table
+
+
+def _boom(*args, **kwargs):  # type: ignore[no-untyped-def]
+    raise RuntimeError("boom in a method")
+
+
+def test_compare_command_keeps_the_highs_row_when_cpsat_fails(run, monkeypatch):
+    from mlsched_opt.errors import SolverUnavailable
+
+    def refuses(model, options):
+        raise SolverUnavailable("the back end refuses this model", field="--solver")
+
+    monkeypatch.setattr(cpsat, "solve_cpsat", refuses)
+    code, text, err = run("compare", DEMO, "--json")
+    assert code != 2, err  # the command line was fine: a failed row is no usage error
+    rows = {r["label"]: r for r in json.loads(text)}
+    assert rows["exact (highs)"]["status"] == "optimal" and rows["exact (cpsat)"]["status"] == "error"
+    assert rows["ffd"]["ratio"] is not None
+
+
+def _bench_row(label, role, method, status, objective, check="ok", bound=None, certified_by="", sense="max"):
+    from mlsched_opt.bench import tasks as tasks_mod
+
+    row = dict.fromkeys(tasks_mod.COLUMNS)
+    row.update(instance="i", problem_options="{}", label=label, role=role, method=method, status=status, objective=objective,
+               bound=bound, check=check, sense=sense, certified_by=certified_by, message="", solver="", solver_version="",
+               setting="s", problem="packing", wall_s=0.1, jobs=4)
+    return row
+
+
+@pytest.mark.parametrize("failed_first", [True, False])
+def test_a_failed_reference_row_does_not_poison_the_other_ratios(failed_first):
+    from mlsched_opt.bench import report
+
+    failed = _bench_row("exact (highs)", "reference", "exact", "error", None, check="none", sense=None)
+    failed["message"] = "--solver: the back end refuses this model"
+    proven = _bench_row("exact (cpsat)", "reference", "exact", "optimal", 10.0, bound=10.0, certified_by="scip")
+    refs = [failed, proven] if failed_first else [proven, failed]
+    rows = [*refs, _bench_row("FFD", "method", "ffd", "feasible", 8.0)]
+    report.fill_references(rows, "exact", 1e-6)
+    assert failed["ratio"] is None and failed["status"] == "error"
+    assert rows[-1]["reference"] == 10.0 and rows[-1]["reference_kind"] == "optimum" and rows[-1]["ratio"] == 1.25
+    assert rows[-1]["certified"]
+    alone = [_bench_row("exact (highs)", "reference", "exact", "error", None, check="none", sense=None),
+             _bench_row("FFD", "method", "ffd", "feasible", 8.0)]
+    report.fill_references(alone, "exact", 1e-6)  # no reference at all: no ratio, never one against nothing
+    assert alone[1]["ratio"] is None and alone[1]["reference_kind"] == "none"
