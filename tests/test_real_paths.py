@@ -297,3 +297,75 @@ def test_a_failed_reference_row_does_not_poison_the_other_ratios(failed_first):
              _bench_row("FFD", "method", "ffd", "feasible", 8.0)]
     report.fill_references(alone, "exact", 1e-6)  # no reference at all: no ratio, never one against nothing
     assert alone[1]["ratio"] is None and alone[1]["reference_kind"] == "none"
+
+
+# --- 4. a wheel user's data folder: --data, $MLSCHED_SHARED_DATA, then from the current folder --------------------
+
+POLLUX = "name,time,application,num_replicas,batch_size\ncifar10-0,107,cifar10,2,256\nbert-1,110,bert,1,12\nncf-2,900,ncf,4,64\n"
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch) -> Path:
+    """The package as a wheel installs it (no checkout around it); a working folder to run from."""
+    from mlsched_opt.io import shared_data
+
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "mlsched_opt").mkdir(parents=True)
+    monkeypatch.setattr(shared_data, "ROOT", site)
+    monkeypatch.delenv("MLSCHED_SHARED_DATA", raising=False)
+    work = tmp_path / "project" / "runs"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    return work
+
+
+@pytest.mark.parametrize("where", ["../shared/data", "shared/data"])
+def test_a_wheel_import_finds_the_data_from_the_current_folder(run, installed, where):
+    data = installed / where
+    (data / "pollux" / "workloads").mkdir(parents=True)
+    (data / "pollux" / "workloads" / "workload-1.csv").write_text(POLLUX)
+    code, _, err = run("import", "pollux", "--problem", "locality", "--set", "cluster=gavel", "--servers", "2", "-o", "p.toml")
+    assert code == 0, err
+    assert (installed / "p.toml").is_file()
+
+
+def test_a_wheel_import_without_data_names_the_flag_and_the_variable_not_site_packages(run, installed):
+    code, _, err = run("import", "pollux", "--problem", "locality", "-o", "p.toml")
+    assert code == 2 and "--data DIR" in err and "MLSCHED_SHARED_DATA" in err, err
+    assert "site-packages" not in err and "venv" not in err
+    assert "../shared/data from" in err and str(installed) in err  # where it looked, as the user would name it
+
+
+def test_the_variable_is_authoritative_and_a_wrong_one_is_said(run, installed, monkeypatch, tmp_path):
+    (installed / "shared" / "data").mkdir(parents=True)  # would be found, but the user named another folder
+    monkeypatch.setenv("MLSCHED_SHARED_DATA", str(tmp_path / "nowhere"))
+    code, _, err = run("import", "pollux", "--problem", "locality", "-o", "p.toml")
+    assert code == 2 and "$MLSCHED_SHARED_DATA = " in err and "(not a folder)" in err, err
+
+
+def test_data_given_to_a_command_is_where_family_files_are_read(installed, tmp_path):
+    from mlsched_opt.errors import UserError
+    from mlsched_opt.io.shared_data import shared_data_dir, shared_file, use_data
+
+    mine = tmp_path / "mine"
+    (mine / "pollux").mkdir(parents=True)
+    (mine / "pollux" / "x.csv").write_text("a\n")
+    with use_data(mine):
+        assert shared_data_dir() == mine and shared_file("pollux/x.csv") == mine / "pollux" / "x.csv"
+    assert shared_data_dir() is None
+    with pytest.raises(UserError, match="pass --data DIR or set MLSCHED_SHARED_DATA") as exc:
+        shared_file("pollux/x.csv")
+    assert "site-packages" not in str(exc.value)
+
+
+def test_a_checkout_still_finds_the_data_beside_it(monkeypatch, tmp_path):
+    from mlsched_opt.io import shared_data
+
+    checkout = tmp_path / "src" / "mlsched-opt"
+    (checkout / "mlsched_opt").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    (tmp_path / "src" / "shared" / "data").mkdir(parents=True)
+    monkeypatch.setattr(shared_data, "ROOT", checkout)
+    monkeypatch.delenv("MLSCHED_SHARED_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert shared_data.shared_data_dir() == tmp_path / "src" / "shared" / "data"
