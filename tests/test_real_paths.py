@@ -369,3 +369,51 @@ def test_a_checkout_still_finds_the_data_beside_it(monkeypatch, tmp_path):
     monkeypatch.delenv("MLSCHED_SHARED_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
     assert shared_data.shared_data_dir() == tmp_path / "src" / "shared" / "data"
+
+
+# --- 5. hetero: an empty entry (0 workers, no samples) is no entry -----------------------------------------------
+
+
+def _hetero_answer():  # type: ignore[no-untyped-def]
+    from mlsched_opt.io import load_instance
+    from mlsched_opt.problems import get_family
+
+    family = get_family("hetero")
+    inst = load_instance(DEMO.parent / "hetero-toy.toml")
+    sol = family.run(inst, "sampling", SolveOptions(seed=1))
+    return family, inst, sol
+
+
+def _hetero_check(family, inst, sol, decision):  # type: ignore[no-untyped-def]
+    from mlsched_opt.checking import check_for_family
+
+    forged = dataclasses.replace(sol, decision=decision)
+    return check_for_family(family, inst, forged, family.resolve_options(inst, {}))
+
+
+def _idle_server(inst, decision, job):  # type: ignore[no-untyped-def]
+    return next(s.name for s in inst.servers if s.name not in decision["placement"][job]["workers"])
+
+
+def test_hetero_checker_accepts_a_zero_count_entry_with_no_samples():
+    family, inst, sol = _hetero_answer()
+    decision = json.loads(json.dumps(sol.decision))
+    job = next(iter(decision["placement"]))
+    idle = _idle_server(inst, decision, job)
+    decision["placement"][job]["workers"][idle] = 0
+    decision["extra"]["batch"][job][idle] = []
+    result = _hetero_check(family, inst, sol, decision)
+    assert result.feasible, result.violations
+    assert result.objective == pytest.approx(_hetero_check(family, inst, sol, sol.decision).objective)
+
+
+@pytest.mark.parametrize("samples", [[4], [0]])
+def test_hetero_checker_still_rejects_samples_on_a_server_with_no_worker(samples):
+    family, inst, sol = _hetero_answer()
+    decision = json.loads(json.dumps(sol.decision))
+    job = next(iter(decision["placement"]))
+    idle = _idle_server(inst, decision, job)
+    decision["placement"][job]["workers"][idle] = 0
+    decision["extra"]["batch"][job][idle] = samples
+    result = _hetero_check(family, inst, sol, decision)
+    assert not result.feasible and any("samples on a server with no worker" in str(v) for v in result.violations)
