@@ -6,9 +6,11 @@ data folder); the others build what they need.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import itertools
 import json
+import statistics
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -417,3 +419,73 @@ def test_hetero_checker_still_rejects_samples_on_a_server_with_no_worker(samples
     decision["extra"]["batch"][job][idle] = samples
     result = _hetero_check(family, inst, sol, decision)
     assert not result.feasible and any("samples on a server with no worker" in str(v) for v in result.violations)
+
+
+# --- 6. bench never pools objectives of opposite senses ---------------------------------------------------------
+
+BOTH_SENSES = '''name = "both-senses"
+problem = "packing"
+time_limit = 20
+[options]
+objective = ["weight", "servers"]
+[instances]
+generate = { jobs = [4, 6], servers = [6], seeds = [1, 2] }
+[reference]
+method = "lp"
+[[methods]]
+name = "ffd"
+'''
+
+
+@pytest.fixture(scope="module")
+def both_senses(tmp_path_factory) -> Path:
+    """A small packing sweep with objective=weight (max) and objective=servers (min)."""
+    from mlsched_opt.bench.cli import bench
+    from mlsched_opt.cli import cli, main
+
+    if "bench" not in cli.commands:
+        cli.add_command(bench)
+    folder = tmp_path_factory.mktemp("both")
+    suite = folder / "suite.toml"
+    suite.write_text(BOTH_SENSES)
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", str(suite), "--out", str(folder / "out"), "--workers", "1"])
+    assert exc.value.code == 0
+    return folder / "out"
+
+
+def test_bench_summary_never_pools_max_and_min_objectives(both_senses):
+    from mlsched_opt.bench import report
+
+    rows = report.read_results(both_senses / "results.csv")
+    assert {r["sense"] for r in rows} == {"max", "min"}
+    summary = list(csv.DictReader((both_senses / "summary.csv").open()))
+    overall = [s for s in summary if s["setting"].startswith("all")]
+    assert sorted((s["label"], s["setting"], s["sense"]) for s in overall if s["label"] == "ffd") == \
+        [("ffd", "all (max)", "max"), ("ffd", "all (min)", "min")]
+    for line in summary:
+        group = [r for r in rows if r["label"] == line["label"] and r["sense"] == line["sense"] and r["check"] == "ok"
+                 and (line["setting"].startswith("all") or r["setting"] == line["setting"])]
+        assert int(line["n"]) == len([r for r in rows if r["label"] == line["label"] and r["sense"] == line["sense"]
+                                      and (line["setting"].startswith("all") or r["setting"] == line["setting"])])
+        if group:
+            assert float(line["mean_objective"]) == pytest.approx(statistics.fmean(r["objective"] for r in group))
+    text = (both_senses / "report.md").read_text()
+    assert "| ffd | max: higher is better |" in text and "| ffd | min: lower is better |" in text
+
+
+def test_bench_objective_plot_has_one_panel_per_sense_labelled_with_it(both_senses, monkeypatch, tmp_path):
+    from mlsched_opt.bench import report
+
+    plt = report._pyplot()
+    if plt is None:
+        pytest.skip("matplotlib is not installed (pip install -e '.[bench]')")
+    drawn = []
+    monkeypatch.setattr(report, "_save", lambda fig, ax, path, plt: (drawn.append([a.get_ylabel() for a in fig.axes]), plt.close(fig)))
+    report.plot_objectives(report.read_results(both_senses / "results.csv"), tmp_path, plt)
+    (labels,) = drawn
+    assert len(labels) == 2 and "higher is better" in labels[0] and "lower is better" in labels[1]
+    one = [r for r in report.read_results(both_senses / "results.csv") if r["sense"] == "min"]
+    drawn.clear()
+    report.plot_objectives(one, tmp_path, plt)
+    assert len(drawn[0]) == 1 and "lower is better" in drawn[0][0]
