@@ -225,19 +225,21 @@ def test_agreement_is_relative_even_for_small_objectives():
     assert agree(0.0, 1e-10, 0.0) and not agree(0.0, 1e-6, 0.0)
 
 
-def test_cpsat_translation_takes_zero_rows_and_refuses_vanishing_terms():
+def test_cpsat_translation_takes_zero_rows_and_keeps_tiny_terms_exactly():
     from mlsched_opt.solvers import solve
-    from mlsched_opt.solvers.cpsat import NotTranslatable
 
     m = pyo.ConcreteModel()
     m.x = pyo.Var(domain=pyo.Integers, bounds=(0, 10))
     m.zero = pyo.Constraint(expr=0 * m.x >= -1)
     m.o = pyo.Objective(expr=m.x, sense=pyo.maximize)
     assert solve(m, SolveOptions(solver="cpsat")).objective == 10
+    # a term far below any tolerance is kept, not dropped: x = y = 10 breaks the row (20 if it were dropped), x = 9 leaves room
     m.y = pyo.Var(domain=pyo.Integers, bounds=(0, 10))
-    m.tiny = pyo.Constraint(expr=m.x + 3e-10 * m.y <= 20)
-    with pytest.raises(NotTranslatable):
-        solve(m, SolveOptions(solver="cpsat"))
+    m.tiny = pyo.Constraint(expr=m.x + 3e-10 * m.y <= 10 + 2e-9)
+    m.o.deactivate()
+    m.o2 = pyo.Objective(expr=m.x + m.y, sense=pyo.maximize)
+    report = solve(m, SolveOptions(solver="cpsat", gap=0.0))
+    assert report.solver == "cpsat" and report.status == "optimal" and report.objective == 19
 
 
 def test_scip_back_end_proves_the_same_optimum():

@@ -76,11 +76,16 @@ def test_optimal_needs_our_gap_too():
     assert _judge(BackendResult("optimal", True, 100.0, "1"), rep, SolveOptions(gap=1e-4)) == "optimal"
 
 
-def test_cpsat_refuses_continuous_variables():
+def test_cpsat_hands_a_continuous_model_to_highs_and_says_so():
+    from mlsched_opt.solvers.cpsat import strict
+
     m = knapsack()
     m.y = pyo.Var(bounds=(0, 1))
     m.c2 = pyo.Constraint(expr=m.y <= m.x["a"])
-    with pytest.raises(NotTranslatable, match="continuous"):
+    report = solve(m, SolveOptions(solver="cpsat", gap=0.0))
+    assert report.status == "optimal" and report.objective == pytest.approx(10.5)
+    assert report.solver == "highs" and "CP-SAT cannot take this model exactly" in report.message and "continuous" in report.message
+    with strict(), pytest.raises(NotTranslatable, match="continuous"):  # as a certification referee
         solve(m, SolveOptions(solver="cpsat"))
 
 

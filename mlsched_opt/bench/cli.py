@@ -63,7 +63,7 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
     from ..clock import usable_cpus
     from ..errors import OptionError
     from . import executors, tasks as tasks_mod
-    from .report import ResultsWriter, dump_suite, finish, read_results, write_results
+    from .report import ResultsWriter, dump_suite, finish, is_overall, read_results, write_results
     from .suite import load_suite
 
     if scheduler and executor != "dask":
@@ -122,7 +122,7 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
     meta = {"executor": executor, "workers": n_workers, "scheduler": scheduler, "ran": len(pending),
             "skipped": len(done), "elapsed_s": elapsed, "version": __version__, "notes": notes}
     result = finish(folder, suite, rows, meta)
-    click.echo(_summary_table([s for s in result["summary"] if s["setting"] == "all"] or result["summary"]))
+    click.echo(_summary_table([s for s in result["summary"] if is_overall(s)] or result["summary"]))
     for note in result["notes"]:
         logger.info("note: %s", note)
     click.echo(f"wrote {folder}/results.csv, summary.csv, report.md ({len(rows)} rows, {elapsed:.1f} s)")

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..checking import CheckResult, check_for_family
+from ..errors import UserError
 from ..io.instance import Instance
 from ..io.solution import Solution
 from ..report import BOUND_STATUSES, approximation_ratio
@@ -17,6 +21,8 @@ from ..solvers.certify import better
 
 if TYPE_CHECKING:  # the registry imports every family: not for `mlsched --help`
     from ..problems import Family
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -44,25 +50,57 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
             progress: Callable[[str], None] | None = None) -> list[Row]:
     """Run each ``(method, solver)`` pair; add the LP bound row; fill in ratios to the proven optimum.
 
+    A method (or the bound) that raises is a row with status ``error`` and the message; the other
+    rows and their ratios stand (:func:`exit_code` makes such a run exit 1).
+
     When no exact row proves optimality, ratios are taken against the best proven bound and
     flagged ``ratio_is_bound`` (the true ratio is at most that).
     """
     rows: list[Row] = []
     opts = family.resolve_options(instance, options)
+    sense = family.sense(opts)
     for method, solver in methods:
         label = f"{method} ({solver})" if family.method(method).kind == "exact" else method
         if progress:
             progress(f"running {label} ...")
-        sol: Solution = family.run(instance, method, SolveOptions(**{**solve_options.to_dict(), "solver": solver}), opts)
-        check = check_for_family(family, instance, sol, opts) if sol.decision is not None else None
-        rows.append(Row(label, method, sol.report, check))
-    _dispute_beaten_optima(rows, family.sense(opts), solve_options.gap)
+        answer = functools.partial(_answer, instance, family, method, solver, opts, solve_options)
+        rows.append(_guarded(label, method, solver, sense, answer))
+    _dispute_beaten_optima(rows, sense, solve_options.gap)
     if lp_bound and family.bounded:
         if progress:
             progress(f"computing the bound ({family.bound_label}) ...")
-        rows.append(Row(family.bound_label, "lp", family.lp_bound(instance, opts, solve_options), None))
-    _fill_ratios(rows, family.sense(opts), solve_options.gap)
+        rows.append(_guarded(family.bound_label, "lp", solve_options.solver, sense,
+                             lambda: (family.lp_bound(instance, opts, solve_options), None)))
+    _fill_ratios(rows, sense, solve_options.gap)
     return rows
+
+
+def _answer(instance: Instance, family: Family, method: str, solver: str, opts: Mapping[str, Any],
+            solve_options: SolveOptions) -> tuple[SolveReport, CheckResult | None]:
+    sol: Solution = family.run(instance, method, SolveOptions(**{**solve_options.to_dict(), "solver": solver}), opts)
+    return sol.report, check_for_family(family, instance, sol, opts) if sol.decision is not None else None
+
+
+def _guarded(label: str, method: str, solver: str, sense: str, run: Callable[[], tuple[SolveReport, CheckResult | None]]) -> Row:
+    """The row of ``run``, or, when it raises, a row with status ``error`` and the message: one method
+    that fails (a solver that refuses the model, a bug) costs its own row, never the finished ones."""
+    started = time.perf_counter()
+    try:
+        report, check = run()
+    except Exception as exc:  # any failure of one method is its row's status, not the command's end
+        message = exc.message() if isinstance(exc, UserError) else ": ".join(filter(None, [type(exc).__name__, str(exc)]))
+        log.debug("%s failed", label, exc_info=True)
+        report = SolveReport(status="error", objective=None, bound=None, sense=sense, solver=solver, solver_version="",
+                             solve_s=time.perf_counter() - started, message=message)
+        check = None
+    return Row(label, method, report, check)
+
+
+def exit_code(rows: list[Row]) -> int:
+    """``mlsched compare``'s exit code: 1 when a row failed (an error, a decision the checker rejects,
+    a disputed optimum), else 0 (2 is for errors of the command line, before any row runs)."""
+    bad = [r for r in rows if r.report.status in ("error", "disputed") or (r.check is not None and not r.check.feasible)]
+    return 1 if bad else 0
 
 
 def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
@@ -145,4 +183,5 @@ def format_table(rows: list[Row]) -> str:
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     out = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
+    out += [f"error in {r.label}: {r.report.message}" for r in rows if r.report.status == "error"]
     return "\n".join(out)

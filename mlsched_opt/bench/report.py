@@ -49,7 +49,7 @@ from .tasks import COLUMNS, TYPES
 #: problem -> plot hooks (see the module docstring)
 PLOT_HOOKS: dict[str, list[str | Callable[..., Any]]] = {}
 
-SUMMARY_COLUMNS = ("problem", "label", "method", "solver", "setting", "n", "n_ratio", "median_ratio", "p90_ratio",
+SUMMARY_COLUMNS = ("problem", "label", "method", "solver", "setting", "sense", "n", "n_ratio", "median_ratio", "p90_ratio",
                    "worst_ratio", "certified", "mean_objective", "median_wall_s", "p90_wall_s", "max_wall_s", "errors", "check_failed",
                    "disputed", "no_solution")
 
@@ -261,37 +261,72 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+#: the setting of the summary lines over every setting (``all``, or ``all (max)`` and ``all (min)``)
+OVERALL = "all"
+
+
+def is_overall(line: Mapping[str, Any]) -> bool:
+    """Whether a summary line is over every setting (of one objective sense)."""
+    return line["setting"] == OVERALL or line["setting"].startswith(f"{OVERALL} (")
+
+
+def row_senses(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each row's objective sense: its own, else its instance's (a row that failed before it knew its
+    sense), else the suite's when it has one; ``""`` when none can be told."""
+    by_unit: dict[tuple[str, str], str] = {}
+    for r in rows:
+        if r["sense"]:
+            by_unit.setdefault(_unit(r), r["sense"])
+    senses = set(by_unit.values())
+    only = next(iter(senses)) if len(senses) == 1 else ""
+    return [r["sense"] or by_unit.get(_unit(r)) or only for r in rows]
+
+
 def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One line per (method label, setting), then per method over every setting (setting ``all``)."""
-    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault((row["label"], row["setting"] or ""), []).append(row)
-        groups.setdefault((row["label"], "all"), []).append(row)
-    settings = list(dict.fromkeys(r["setting"] or "" for r in rows))
-    if len(settings) == 1:  # one setting: "all" would repeat it
-        groups = {k: v for k, v in groups.items() if k[1] != "all"}
+    """One line per (method label, setting), then per method over every setting (setting ``all``).
+
+    Objectives of opposite senses are never pooled: where a suite has both (packing's ``weight``,
+    max, and ``servers``, min), the lines over every setting are one per sense, ``all (max)`` and
+    ``all (min)``, and so are those of a setting that holds both."""
+    senses = row_senses(rows)
+    held: dict[str | None, set[str]] = {}  # a setting (None: every setting) -> the senses of its rows
+    for row, sense in zip(rows, senses):
+        for setting in (row["setting"] or "", None):
+            held.setdefault(setting, set()).add(sense)
+    if len(held) == 2:  # one setting: the lines over every setting would repeat it
+        del held[None]
+    groups: dict[tuple[str, str | None, str], list[Mapping[str, Any]]] = {}
+    for row, sense in zip(rows, senses):
+        for setting in (row["setting"] or "", None):
+            if setting in held:
+                groups.setdefault((row["label"], setting, sense), []).append(row)
     labels = list(dict.fromkeys(r["label"] for r in rows))
-    order = {s: i for i, s in enumerate([*settings, "all"])}
+    order = {s: i for i, s in enumerate(dict.fromkeys([*(r["setting"] or "" for r in rows), None]))}
     out = []
-    for (label, setting), group in sorted(groups.items(), key=lambda kv: (labels.index(kv[0][0]), order[kv[0][1]])):
-        ratios = [r["ratio"] for r in group if r["ratio"] is not None]
-        times = [r["wall_s"] for r in group if r["wall_s"] is not None and r["status"] != "error"]
-        # the mean of the checked answers only: a failed or missing answer has no value to average
-        values = [r["objective"] for r in group if _checked(r) and r["method"] != "lp"]
-        first = group[0]
-        out.append({
-            "problem": first["problem"], "label": label, "method": first["method"], "solver": first["solver"],
-            "setting": setting, "n": len(group), "n_ratio": len(ratios), "median_ratio": _median(ratios),
-            "p90_ratio": _pct(ratios, 90), "worst_ratio": max(ratios) if ratios else None,
-            "certified": sum(1 for r in group if r["ratio"] is not None and r["certified"]),
-            "mean_objective": statistics.fmean(values) if values else None,
-            "median_wall_s": _median(times), "p90_wall_s": _pct(times, 90), "max_wall_s": max(times) if times else None,
-            "errors": sum(r["status"] == "error" for r in group), "check_failed": sum(r["check"] == "failed" for r in group),
-            "disputed": sum(r["status"] == "disputed" for r in group),
-            "no_solution": sum(r["status"] not in ("optimal", "feasible", "disputed", "error") for r in group
-                               if r["method"] != "lp"),
-        })
+    for (label, setting, sense), group in sorted(groups.items(), key=lambda kv: (labels.index(kv[0][0]), order[kv[0][1]], kv[0][2])):
+        base = OVERALL if setting is None else setting
+        out.append(_summary_line(label, f"{base} ({sense or '?'})" if len(held[setting]) > 1 else base, sense, group))
     return out
+
+
+def _summary_line(label: str, setting: str, sense: str, group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    ratios = [r["ratio"] for r in group if r["ratio"] is not None]
+    times = [r["wall_s"] for r in group if r["wall_s"] is not None and r["status"] != "error"]
+    # the mean of the checked answers only: a failed or missing answer has no value to average
+    values = [r["objective"] for r in group if _checked(r) and r["method"] != "lp"]
+    first = group[0]
+    return {
+        "problem": first["problem"], "label": label, "method": first["method"], "solver": first["solver"],
+        "setting": setting, "sense": sense, "n": len(group), "n_ratio": len(ratios), "median_ratio": _median(ratios),
+        "p90_ratio": _pct(ratios, 90), "worst_ratio": max(ratios) if ratios else None,
+        "certified": sum(1 for r in group if r["ratio"] is not None and r["certified"]),
+        "mean_objective": statistics.fmean(values) if values else None,
+        "median_wall_s": _median(times), "p90_wall_s": _pct(times, 90), "max_wall_s": max(times) if times else None,
+        "errors": sum(r["status"] == "error" for r in group), "check_failed": sum(r["check"] == "failed" for r in group),
+        "disputed": sum(r["status"] == "disputed" for r in group),
+        "no_solution": sum(r["status"] not in ("optimal", "feasible", "disputed", "error") for r in group
+                           if r["method"] != "lp"),
+    }
 
 
 def write_summary(path: Path, summary: Sequence[Mapping[str, Any]]) -> None:
@@ -407,16 +442,32 @@ def plot_times(rows: Sequence[Mapping[str, Any]], out: Path, plt) -> Path | None
     return _save(fig, ax, out / "time.png", plt)
 
 
+def _sense_text(sense: str) -> str:
+    return {"max": "max: higher is better", "min": "min: lower is better"}.get(sense, "sense unknown")
+
+
 def plot_objectives(rows: Sequence[Mapping[str, Any]], out: Path, plt) -> Path | None:
     """Mean checked objective against size (jobs), one line per method: the comparison between
-    methods that needs no reference (the paper figures at scales beyond exact reach)."""
-    rows = [r for r in _answer_rows(rows) if _checked(r) and r["jobs"]]
+    methods that needs no reference (the paper figures at scales beyond exact reach).  One panel
+    per objective sense, each labelled with its own (a suite may hold both: packing's ``weight``
+    and ``servers``); objectives of opposite senses never share a panel."""
+    answers = _answer_rows(rows)
+    senses = dict(zip(map(id, answers), row_senses(answers)))
+    rows = [r for r in answers if _checked(r) and r["jobs"]]
     if not rows:
         return None
+    panels = sorted({senses[id(r)] for r in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.5), squeeze=False)
+    for ax, sense in zip(axes[0], panels):
+        _objective_panel(ax, [r for r in rows if senses[id(r)] == sense], sense)
+        ax.legend(fontsize=7)
+    return _save(fig, axes[0][-1], out / "objective.png", plt)
+
+
+def _objective_panel(ax, rows: Sequence[Mapping[str, Any]], sense: str) -> None:
     # objectives of different problem options (e.g. packing's weight and servers) never share a line
     several = len({r["problem_options"] for r in rows}) > 1
     line = (lambda r: f"{r['label']} {r['problem_options']}") if several else (lambda r: r["label"])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
     for k, name in enumerate(dict.fromkeys(map(line, rows))):
         by_size = _by_size([r for r in rows if line(r) == name], lambda r: r["objective"])
         sizes = list(by_size)
@@ -425,15 +476,13 @@ def plot_objectives(rows: Sequence[Mapping[str, Any]], out: Path, plt) -> Path |
     if len(sizes) <= 12:
         ax.set_xticks(sizes, [str(s) for s in sizes])
     ax.set_xlabel("jobs")
-    sense = next((r["sense"] for r in rows if r["sense"]), "")
-    ax.set_ylabel(f"objective, mean over instances ({'higher' if sense == 'max' else 'lower'} is better)")
-    ax.set_title("objective against size")
-    return _save(fig, ax, out / "objective.png", plt)
+    ax.set_ylabel(f"objective, mean over instances ({_sense_text(sense)})")
+    ax.set_title(f"objective against size ({sense or 'sense unknown'})")
 
 
 def plot_quality_time(summary: Sequence[Mapping[str, Any]], out: Path, plt) -> Path | None:
     """Median ratio against median wall time, one point per (method, setting)."""
-    points = [s for s in summary if s["setting"] != "all" and s["median_ratio"] is not None
+    points = [s for s in summary if not is_overall(s) and s["median_ratio"] is not None
               and s["median_wall_s"] is not None and math.isfinite(s["median_ratio"])]
     if not points:
         return None
@@ -535,21 +584,23 @@ def write_report(out: Path, suite, rows: Sequence[Mapping[str, Any]], summary: S
         "Ratio: >= 1, 1 = optimal, for both senses (`approximation_ratio`); `certified`: the reference is an "
         "optimum confirmed by an independent solver, or a proven bound (then the ratio bounds the true one).",
         "",
-        "## Per method (all settings)" if any(s["setting"] == "all" for s in summary) else "## Per method",
+        "## Per method (all settings)" if any(map(is_overall, summary)) else "## Per method",
         "",
     ]
-    head = ["method", "n", "ratios", "median", "p90", "worst", "certified", "mean objective", "median s", "max s",
-            "errors", "check failed", "disputed"]
+    overall = [s for s in summary if is_overall(s)] or summary
+    # a suite with objectives of both senses: each line says its own (its mean objective is of that sense only)
+    both = len({s["sense"] for s in summary}) > 1
+    head = ["method", *(["sense"] if both else []), "n", "ratios", "median", "p90", "worst", "certified", "mean objective",
+            "median s", "max s", "errors", "check failed", "disputed"]
 
     def table_lines(items):
-        return [[s["label"], str(s["n"]), str(s["n_ratio"]), _num(s["median_ratio"]), _num(s["p90_ratio"]),
-                 _num(s["worst_ratio"]), str(s["certified"]), _num(s["mean_objective"], 6), _num(s["median_wall_s"], 3),
-                 _num(s["max_wall_s"], 3),
+        return [[s["label"], *([_sense_text(s["sense"])] if both else []), str(s["n"]), str(s["n_ratio"]), _num(s["median_ratio"]),
+                 _num(s["p90_ratio"]), _num(s["worst_ratio"]), str(s["certified"]), _num(s["mean_objective"], 6),
+                 _num(s["median_wall_s"], 3), _num(s["max_wall_s"], 3),
                  str(s["errors"]), str(s["check_failed"]), str(s["disputed"])] for s in items]
 
-    overall = [s for s in summary if s["setting"] == "all"] or summary
     lines += [_table(head, table_lines(overall)), ""]
-    settings = list(dict.fromkeys(s["setting"] for s in summary if s["setting"] != "all"))
+    settings = list(dict.fromkeys(s["setting"] for s in summary if not is_overall(s)))
     if len(settings) > 1:
         lines += ["## Per setting", ""]
         for setting in settings:
@@ -558,7 +609,8 @@ def write_report(out: Path, suite, rows: Sequence[Mapping[str, Any]], summary: S
     lines += ["## Plots", ""]
     captions = {"ratio.png": "Ratio per method: box plot and ECDF.",
                 "time.png": "Wall time against the number of jobs (log-log): median over instances, band from min to max.",
-                "objective.png": "Mean objective of the checked answers against the number of jobs, per method.",
+                "objective.png": "Mean objective of the checked answers against the number of jobs, per method "
+                                 "(one panel per objective sense).",
                 "quality_time.png": "Median ratio against median wall time, one point per method and setting."}
     for path in plots:
         lines += [f"![{path.stem}]({path.name})", "", captions.get(path.name, f"`{path.name}`"), ""]

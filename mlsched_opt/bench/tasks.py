@@ -229,8 +229,11 @@ def make_instance(task: Task, family, catalog):
             raise RuntimeError("import not available: this installation has no trace importers") from None
         from pathlib import Path
 
-        doc, _notes = import_instance(p["source"], family, Path(p["data"]), p["jobs"], p["servers"], p["slots"],
-                                      p["seed"], p["set"], catalog)
+        from ..io.shared_data import use_data
+
+        with use_data(p["data"]):  # the files a family reads itself (e.g. Pollux's placements) come from the same folder
+            doc, _notes = import_instance(p["source"], family, Path(p["data"]), p["jobs"], p["servers"], p["slots"],
+                                          p["seed"], p["set"], catalog)
         return from_document(doc, catalog=catalog)
     raise ValueError(f"unknown instance kind {spec.kind!r}")
 

@@ -43,6 +43,7 @@ def import_(ctx, source, problem, output, jobs, servers, slots, seed, data, sets
       mlsched import gavel -o models/
     """
     from ..io import from_document, write_document
+    from ..io.shared_data import use_data
     from ..traces import SOURCES, data_dir, import_instance
 
     if source not in SOURCES:
@@ -61,7 +62,8 @@ def import_(ctx, source, problem, output, jobs, servers, slots, seed, data, sets
     if not problem:
         raise OptionError(f"importing {source} needs --problem (see `mlsched info`)", field="--problem")
     family, catalog, inputs = instance_output(ctx, problem, output, {"jobs": jobs, "servers": servers, "slots": slots})
-    doc, notes = import_instance(source, family, folder, jobs, servers, slots, seed, parse_sets(sets), catalog)
+    with use_data(folder):  # the files a family reads itself (Pollux placements) come from --data too
+        doc, notes = import_instance(source, family, folder, jobs, servers, slots, seed, parse_sets(sets), catalog)
     inst = from_document(doc, file=output, catalog=catalog)  # an importer bug must not produce an invalid file
     write_document(doc, output, inputs)
     for note in notes:

@@ -18,6 +18,10 @@ infeasible.  So a claim of the primary solver is confirmed by a *referee*, a dif
    (the report names the refuted ones); anything else is ``disputed``: the best checked
    decision is kept, and nothing is claimed about the optimum.
 
+The primary is the solver that answered: HiGHS where CP-SAT handed it a model it cannot take
+exactly (:mod:`.cpsat`).  A referee CP-SAT is strict: a model it cannot take exactly is refused
+(not handed to HiGHS, which would be no second opinion), and the next referee, SCIP, is asked.
+
 A referee that runs out of time without refuting anything, or no referee at all (none can take
 the model, none is installed, no time is left), leaves the answer unconfirmed: ``optimal``
 becomes ``feasible`` (``infeasible`` becomes ``time-limit-no-solution``) with a message saying
@@ -70,7 +74,7 @@ Evaluate = Callable[[Any], tuple[float | None, str]]
 
 
 def _label(options: SolveOptions, report: SolveReport) -> str:
-    name = f"{options.solver} {report.solver_version}".strip()
+    name = f"{report.solver or options.solver} {report.solver_version}".strip()
     return name if options.presolve else f"{name} (presolve off)"
 
 
@@ -109,9 +113,11 @@ def certify(model: pyo.ConcreteModel, report: SolveReport, decision: Any, option
         return report, decision
     primary = _claim(_label(options, report), report, decision, evaluate)
     claims = [primary]
-    used: list[str] = [options.solver]
+    # the solver that answered: HiGHS where CP-SAT could not take the model (and handed it on)
+    solver = report.solver or options.solver
+    used: list[str] = [solver]
     referee, why_none = None, "no time was left for a referee"
-    for name in referees(options.solver):
+    for name in referees(solver):
         claim, why = _try(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
         if claim is None:
             why_none = why or why_none
@@ -135,7 +141,7 @@ def certify(model: pyo.ConcreteModel, report: SolveReport, decision: Any, option
             claim, _ = _try(model, dataclasses.replace(options, solver=name, presolve=False), deadline, extract, evaluate)
             if claim is not None:
                 claims.append(claim)
-    for name in referees(options.solver):
+    for name in referees(solver):
         if name not in used:
             claim, _ = _try(model, dataclasses.replace(options, solver=name), deadline, extract, evaluate)
             if claim is not None:
@@ -168,11 +174,14 @@ def _claim(label: str, report: SolveReport, decision: Any, evaluate: Evaluate) -
 
 def _run(model: pyo.ConcreteModel, options: SolveOptions, deadline: float, extract: Extract,
          evaluate: Evaluate) -> Claim | None:
+    from .cpsat import strict  # late: ortools only where a model is certified
+
     left = deadline - time.perf_counter()
     if left < MIN_REFEREE_S:
         return None
     options = dataclasses.replace(options, time_limit=left, certify=False)
-    report = solve(model, options)
+    with strict():  # a referee CP-SAT never hands the model to HiGHS: that would be no second opinion
+        report = solve(model, options)
     decision = extract(model) if report.has_solution else None
     return _claim(_label(options, report), report, decision, evaluate)
 

@@ -39,6 +39,8 @@ class BackendResult:
     version: str
     message: str = ""
     prep_s: float = 0.0  # time spent translating the model for the solver (the report's translate_s)
+    #: the solver that ran, where a back end handed the model to another (CP-SAT to HiGHS); empty: the one asked for
+    solver: str = ""
 
 
 Backend = Callable[[pyo.ConcreteModel, SolveOptions], BackendResult]
@@ -71,7 +73,7 @@ def solve(model: pyo.ConcreteModel, options: SolveOptions, build_s: float = 0.0)
         bound = objective
     report = SolveReport(
         status="error", objective=objective, bound=bound, sense=sense,
-        solver=options.solver, solver_version=outcome.version, options=options.to_dict(),
+        solver=outcome.solver or options.solver, solver_version=outcome.version, options=options.to_dict(),
         build_s=build_s, translate_s=outcome.prep_s, solve_s=solve_s - outcome.prep_s, message=outcome.message,
     )
     report.status = _judge(outcome, report, options)

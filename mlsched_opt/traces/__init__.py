@@ -8,7 +8,6 @@ workload catalog from Gavel's throughput file (:mod:`.gavel`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 from ..errors import OptionError
 from ..io.catalog import Catalog
 from ..io.files import limits, over_limit
-from ..io.shared_data import shared_data_dir
+from ..io.shared_data import HINT, looked_in, shared_data_dir
 from .model import Cluster, ImportSpec, Node, Trace, TraceJob
 from .table import TraceError
 
@@ -55,7 +54,8 @@ SOURCES = ("alibaba", "philly", "pollux", "gavel")
 
 
 def data_dir(given: str | None) -> Path:
-    """``--data``, else ``$MLSCHED_SHARED_DATA``, else ``../shared/data`` beside the repository."""
+    """``--data``, else the shared data folder (:mod:`~mlsched_opt.io.shared_data`: ``$MLSCHED_SHARED_DATA``,
+    ``../shared/data`` or ``shared/data`` from the current folder, beside a checkout)."""
     if given:
         path = Path(given)
         if not path.is_dir():
@@ -63,8 +63,7 @@ def data_dir(given: str | None) -> Path:
         return path
     found = shared_data_dir()
     if found is None:
-        where = os.environ.get("MLSCHED_SHARED_DATA") or "../shared/data"
-        raise OptionError(f"no data folder: pass --data DIR or set MLSCHED_SHARED_DATA (looked for {where})", field="--data")
+        raise OptionError(f"no data folder: {HINT} (looked in {looked_in()})", field="--data")
     return found
 
 

@@ -5,7 +5,8 @@ bandwidths) and the communication formula, and none of the split, configuration,
 ILP code.  Rules: every job is placed with a size in its range, on GPUs of servers that may
 host its workers and that it has a throughput for; no server's GPUs are used twice; each
 worker's samples are a non-negative integer within the memory cap, one list entry per GPU,
-and a job's samples sum to its global batch.  The objective is recomputed per job as
+and a job's samples sum to its global batch (a server entry with no worker and no samples, a count
+of 0 beside an empty list, is no entry).  The objective is recomputed per job as
 ``T (max_k b_k / rho_k + comm(K, D / r_min))`` and averaged; the claimed JCTs and fairness
 measures are compared with the recomputed ones when the placement is feasible (rules ``jct``,
 ``fairness``; a claim about an unknown job or measure, or one that is not a number, breaks them
@@ -70,6 +71,8 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             result.add("job-size", job.id, f"{k} workers, the job allows {hj.k_range[0]}..{hj.k_range[1]}")
         times, bandwidths, total, ok = [], [], 0, k > 0
         for name in set(split) - set(workers):
+            if split[name] == [] and instance.server(name) is not None:
+                continue  # an empty entry (no worker, no samples: e.g. a count of 0 beside []) says nothing
             result.add("batch", f"extra.batch.{job.id}.{name}", "samples on a server with no worker of this job")
             ok = False
         for name, count in workers.items():

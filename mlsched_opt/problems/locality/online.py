@@ -338,7 +338,8 @@ def _first_deadline(job: LocalityJob, start: int, slots: int, residual: np.ndarr
             p = patterns(job, start, deadline, residual, kinds=rounding.kinds)
         else:
             count = deadline - start + 1
-            p = host_patterns(job, start, window.fit[:, :count], window.hosts(count, top), kinds=rounding.kinds)
+            hosts = window.hosts(count, top)  # extends the window: read ``fit`` only after it
+            p = host_patterns(job, start, window.fit[:, :count], hosts, kinds=rounding.kinds)
         chosen = rounding.plan(p, rng, out)
         if chosen is not None:
             return p, chosen
