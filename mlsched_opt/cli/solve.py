@@ -43,12 +43,23 @@ INTERRUPT_GRACE_S = 2.0
 
 class SolveCommand(Verb):
     """``solve``, whose shorthand options come from the families' declarations: added when the command
-    is first parsed, completed or shown, so that other commands never import the registry."""
+    is shown, completed, or parsed with an option it does not know otherwise, so that neither other
+    commands nor a solve without a shorthand import every family's record."""
 
     _shorthands_added = False
+    _parsing_plain = False
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        known = {opt for p in self.params for opt in (*p.opts, *p.secondary_opts)}
+        self._parsing_plain = not ctx.resilient_parsing and not any(
+            a.startswith("--") and a.split("=", 1)[0] not in known for a in args if a != "--")
+        try:
+            return super().parse_args(ctx, args)
+        finally:
+            self._parsing_plain = False
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        if not self._shorthands_added:
+        if not self._shorthands_added and not self._parsing_plain:
             from ..problems import REGISTRY
 
             at = next(i for i, p in enumerate(self.params) if p.name == "out")
