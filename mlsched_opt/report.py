@@ -144,8 +144,13 @@ class SolveReport:
     message: str = ""
     translate_s: float = 0.0
     gap: float | None = None
-    #: the independent solver run(s) that confirmed an exact answer (see :mod:`.certify`); empty if none
-    certified_by: str = ""
+    #: the independent solver runs that confirmed an exact answer (labels such as ``"scip 10.0 (pyscipopt
+    #: 6.3.0)"``, see :mod:`mlsched_opt.solvers.certify`); empty if none.  A tuple here; in JSON one string,
+    #: the labels joined by ", " (the solution format is unchanged)
+    certified_by: tuple[str, ...] = ()
+    #: an online method's decision time per arriving job, in milliseconds (``mean``, ``p95``, ``max``):
+    #: wall-clock figures live in the report, never in the decision
+    decision_ms: Mapping[str, float] | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         # a status set later (a back end judging its outcome) is a Status too, so every report's is
@@ -156,6 +161,10 @@ class SolveReport:
         super().__setattr__(name, value)
 
     def __post_init__(self) -> None:
+        if isinstance(self.certified_by, str):  # a solution file's (or an old caller's) joined labels
+            self.certified_by = tuple(part for part in self.certified_by.split(", ") if part)
+        else:
+            self.certified_by = tuple(self.certified_by)
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}")
         if self.sense not in ("min", "max"):
@@ -185,7 +194,8 @@ class SolveReport:
             "solver_version": self.solver_version,
             "options": dict(self.options),
             "message": self.message,
-            "certified_by": self.certified_by,
+            "certified_by": ", ".join(self.certified_by),
+            **({"decision_ms": dict(self.decision_ms)} if self.decision_ms else {}),
         }
 
     @classmethod
@@ -196,6 +206,7 @@ class SolveReport:
             options=data.get("options", {}), build_s=data.get("build_s", 0.0), solve_s=data.get("solve_s", 0.0),
             translate_s=data.get("translate_s", 0.0),
             message=data.get("message", ""), certified_by=data.get("certified_by", ""),
+            decision_ms=data.get("decision_ms"),
         )
 
 

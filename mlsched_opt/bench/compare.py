@@ -177,7 +177,7 @@ def format_table(rows: list[Row]) -> str:
             ratio = "<=" + ratio
         # the referees' names without versions (the JSON output has them in full)
         referees = ", ".join(dict.fromkeys(part.split()[0] + (" (no presolve)" if "presolve off" in part else "")
-                                           for part in rep.certified_by.split(", ") if part)) or "-"
+                                           for part in rep.certified_by)) or "-"
         lines.append([r.label, rep.status, _fmt(rep.objective, 8), _fmt(rep.bound, 8),
                       _fmt(rep.gap, 3), f"{rep.wall_s:.3f}", ratio, check, referees if r.method != "lp" else "-"])
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]

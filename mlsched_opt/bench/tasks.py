@@ -344,7 +344,7 @@ def _solve(task: Task, row: dict[str, Any]) -> None:
     sol = family.run(inst, task.method, solve, opts)
     rep = sol.report
     row.update(status=rep.status, objective=_finite(rep.objective), bound=_finite(rep.bound), wall_s=rep.wall_s,
-               message=rep.message, certified_by=rep.certified_by, solver_version=rep.solver_version)
+               message=rep.message, certified_by=", ".join(rep.certified_by), solver_version=rep.solver_version)
     if sol.decision is None and not rep.has_solution:
         row["check"] = "none"
     else:  # a report that claims an answer without a decision is the checker's to reject
@@ -358,7 +358,7 @@ def _solve(task: Task, row: dict[str, Any]) -> None:
             more = f" (and {len(check.violations) - 3} more)" if len(check.violations) > 3 else ""
             row["message"] = "; ".join(filter(None, [rep.message, f"checker: {shown}{more}"]))
         extra: dict[str, Any] = {}
-        ms = timings(rep.message)  # an online method's decision time per arriving job (ms)
+        ms = dict(rep.decision_ms or {}) or timings(rep.message)  # an online method's decision time per arriving job (ms)
         if ms:
             extra["decision_ms"] = ms
         for hook in task.extras:

@@ -107,6 +107,11 @@ def read_solution(path: str | Path) -> Solution:
             raise InstanceError(f"expected {what}", name, f"report.{key}")
         if isinstance(value, (int, float)) and abs(value) > MAX_REPORTED:  # the numeric fields (bool refused above)
             raise InstanceError(f"must be at most {MAX_REPORTED:g} in magnitude", name, f"report.{key}")
+    timing = rep.get("decision_ms")
+    if timing is not None and not (isinstance(timing, dict) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) <= MAX_REPORTED
+            for v in timing.values())):
+        raise InstanceError("expected an object of finite numbers (milliseconds)", name, "report.decision_ms")
     try:
         report = SolveReport.from_dict(rep)
     except (KeyError, ValueError, TypeError, ArithmeticError) as exc:

@@ -474,27 +474,34 @@ def parse_values(options: tuple[Option, ...], raw: Mapping[str, Any], source: st
 _TIMING = re.compile(r"([0-9.]+) ms per arriving job \(p95 ([0-9.]+), max ([0-9.]+)\)")
 
 
-def timing_phrase(decision_s: Sequence[float]) -> str:
-    """How an online method states its decision time per arriving job, in its report's message.
-
-    Wall-clock figures live in the message, never in the decision, so that a decision depends only
-    on the instance, the options and the seed; :func:`timings` reads them back (``mlsched bench``
-    puts them in a row's ``extra``)."""
+def decision_stats(decision_s: Sequence[float]) -> dict[str, float]:
+    """An online method's decision time per arriving job, in milliseconds: ``mean``, ``p95``, ``max``
+    (the report's ``decision_ms``; wall-clock figures never enter the decision, so that it depends only
+    on the instance, the options and the seed)."""
     ms = 1000 * np.asarray(decision_s if len(decision_s) else [0.0], dtype=float)
-    return f"{ms.mean():.2f} ms per arriving job (p95 {np.percentile(ms, 95):.2f}, max {ms.max():.2f})"
+    return {"mean": round(float(ms.mean()), 4), "p95": round(float(np.percentile(ms, 95)), 4), "max": round(float(ms.max()), 4)}
+
+
+def timing_phrase(decision_s: Sequence[float]) -> str:
+    """The same figures in words, for the report's message."""
+    stats = decision_stats(decision_s)
+    return f"{stats['mean']:.2f} ms per arriving job (p95 {stats['p95']:.2f}, max {stats['max']:.2f})"
 
 
 def timings(message: str | None) -> dict[str, float]:
-    """The per-job decision times (ms: ``mean``, ``p95``, ``max``) that :func:`timing_phrase` wrote."""
+    """The per-job decision times that :func:`timing_phrase` wrote in a message (a report of a solution
+    file written before reports had ``decision_ms``)."""
     hit = _TIMING.search(message or "")
     return {} if hit is None else dict(zip(("mean", "p95", "max"), map(float, hit.groups())))
 
 
 def heuristic_report(sense: str, objective: float | None, elapsed_s: float, name: str,
-                     options: Mapping[str, Any], message: str = "") -> SolveReport:
-    """The report of an algorithm run: no bound (an algorithm proves nothing about the optimum)."""
+                     options: Mapping[str, Any], message: str = "", decision_s: Sequence[float] | None = None) -> SolveReport:
+    """The report of an algorithm run: no bound (an algorithm proves nothing about the optimum); an
+    online method passes its per-job decision times (``decision_s``, seconds)."""
     return SolveReport(
         status="feasible" if objective is not None else "failed",
         objective=objective, bound=None, sense=sense, solver=name, solver_version="mlsched-opt",
         options=dict(options), solve_s=elapsed_s, message=message,
+        decision_ms=None if decision_s is None else decision_stats(decision_s),
     )

@@ -203,8 +203,8 @@ def _refutes(witness: Claim, claim: Claim, sense: str, gap: float) -> bool:
 
 
 def _certified(report: SolveReport, decision: Any, claim: Claim, confirmations: list[Claim], note: str = "") -> SolveReport:
-    by = ", ".join(c.label for c in confirmations)
-    message = "; ".join(filter(None, [report.message, note, f"certified: {claim.label} confirmed by {by}"]))
+    by = tuple(c.label for c in confirmations)
+    message = "; ".join(filter(None, [report.message, note, f"certified: {claim.label} confirmed by {', '.join(by)}"]))
     return dataclasses.replace(report, message=message, certified_by=by)
 
 
@@ -245,7 +245,7 @@ def _resolve(report: SolveReport, claims: list[Claim], gap: float) -> tuple[Solv
                                    solve_s=report.solve_s, options=report.options)
         message = "; ".join(filter(None, [f"the solvers disagreed ({story})", note,
                                           f"certified: {lead.label} confirmed by {', '.join(c.label for c in standing[1:])}"]))
-        return dataclasses.replace(base, message=message, certified_by=", ".join(c.label for c in standing[1:])), lead.decision
+        return dataclasses.replace(base, message=message, certified_by=tuple(c.label for c in standing[1:])), lead.decision
     message = f"disputed: the solvers' claims could not be reconciled ({story})"
     if best is None:
         # no decision of any solver passes the checker: a formulation (not a solver) defect. The
