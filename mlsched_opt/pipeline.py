@@ -124,8 +124,8 @@ class Tracker:
         thread's check of it did not finish in the wait)."""
         from .problems import check_solution
 
-        if sol.decision is None or self.instance is None:
-            return None
+        if self.instance is None or (sol.decision is None and not sol.report.has_solution):
+            return None  # a report that claims an answer without a decision is the checker's to reject
         key = id(sol.decision)
         if key in self._checked:
             return self._checked[key]
@@ -235,7 +235,7 @@ def _flat(doc: dict[str, Any]) -> dict[str, Any]:
 def solve(instance: Instance | str | Path, method: str = "exact", *, problem: str | None = None, solver: str | None = None,
           time_limit: float = 60.0, gap: float = 1e-6, threads: int | None = None, seed: int = 0, certify: bool = True,
           bound: bool = True, options: Mapping[str, Any] | None = None, catalog: str | None = None,
-          clock: CommandClock | None = None, tracker: Tracker | None = None) -> Run:
+          clock: CommandClock | None = None, tracker: Tracker | None = None, options_source: str = "--set") -> Run:
     """Run ``method`` on ``instance`` and return its answer checked, bounded and rated.
 
     Parameters
@@ -258,6 +258,8 @@ def solve(instance: Instance | str | Path, method: str = "exact", *, problem: st
     clock, tracker
         The command's clock (its deadline counts from the process start in ``mlsched``) and the
         run-in-progress record the CLI's watchdog reads; made here when not given.
+    options_source
+        How a refused option is named (``--set``; ``suite options`` for a benchmark's task).
     """
     from .io import load_instance
 
@@ -267,7 +269,7 @@ def solve(instance: Instance | str | Path, method: str = "exact", *, problem: st
     inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
     fam = family_for(inst, problem)
     kind = fam.method(method).kind
-    opts = fam.resolve_options(inst, dict(options or {}))
+    opts = fam.resolve_options(inst, dict(options or {}), source=options_source)
     log.debug("problem %s, method %s, options %s", fam.name, method, opts)
     with_bound = bound and kind != "exact" and fam.bounded
     keep = BOUND_SHARE * max(clock.left() - clock.reserve, 0.0) if with_bound else 0.0

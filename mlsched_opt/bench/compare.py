@@ -11,10 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..checking import CheckResult, check_for_family
+from ..checking import CheckResult
 from ..errors import UserError
 from ..io.instance import Instance
-from ..io.solution import Solution
 from ..report import BOUND_STATUSES, approximation_ratio
 from ..solvers import SolveOptions, SolveReport
 from ..solvers.certify import better
@@ -77,8 +76,13 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
 
 def _answer(instance: Instance, family: Family, method: str, solver: str, opts: Mapping[str, Any],
             solve_options: SolveOptions) -> tuple[SolveReport, CheckResult | None]:
-    sol: Solution = family.run(instance, method, SolveOptions(**{**solve_options.to_dict(), "solver": solver}), opts)
-    return sol.report, check_for_family(family, instance, sol, opts) if sol.decision is not None else None
+    """One row's answer through the library's pipeline (method and check; the table adds the bound)."""
+    from ..pipeline import solve
+
+    so = solve_options
+    run = solve(instance, method, problem=family.name, solver=solver, time_limit=so.time_limit, gap=so.gap, threads=so.threads,
+                seed=so.seed, certify=so.certify, bound=False, options=opts)
+    return run.report, run.check
 
 
 def _guarded(label: str, method: str, solver: str, sense: str, run: Callable[[], tuple[SolveReport, CheckResult | None]]) -> Row:

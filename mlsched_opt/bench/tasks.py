@@ -321,8 +321,10 @@ def _limits(wanted: tuple[str, ...]) -> Iterator[None]:
 
 
 def _solve(task: Task, row: dict[str, Any]) -> None:
-    from ..checking import check_for_family
+    """One task through the library's pipeline (:func:`mlsched_opt.pipeline.solve`, as ``mlsched solve``
+    runs it, without the per-answer bound: the suite's reference rows are the bounds), into its row."""
     from ..io import load_catalog
+    from ..pipeline import solve as run_pipeline
     from ..problems import get_family
     from ..problems.base import timings
     from ..solvers import SolveOptions
@@ -333,35 +335,35 @@ def _solve(task: Task, row: dict[str, Any]) -> None:
     row.update(jobs=len(inst.jobs), servers=len(inst.servers), slots=inst.slots, instance_sha256=inst.sha256)
     opts = family.resolve_options(inst, {**task.problem_options, **task.options}, source="suite options")
     row["sense"] = family.sense(opts)
-    solve = SolveOptions(solver=task.solver, time_limit=task.time_limit, gap=task.gap, threads=1, seed=task.seed,
-                         certify=task.certify)
     if task.method == "lp":
+        solve = SolveOptions(solver=task.solver, time_limit=task.time_limit, gap=task.gap, threads=1, seed=task.seed,
+                             certify=task.certify)
         rep = family.lp_bound(inst, opts, solve)
         value = rep.objective if rep.objective is not None else rep.bound
         row.update(status=rep.status, objective=_finite(value), bound=_finite(value), wall_s=rep.wall_s,
                    message=rep.message, solver_version=rep.solver_version, check="none")
         return
-    sol = family.run(inst, task.method, solve, opts)
-    rep = sol.report
+    run = run_pipeline(inst, task.method, problem=family.name, solver=task.solver, time_limit=task.time_limit, gap=task.gap,
+                       threads=1, seed=task.seed, certify=task.certify, bound=False, options=opts, options_source="suite options")
+    sol, rep, check = run.solution, run.report, run.check
     row.update(status=rep.status, objective=_finite(rep.objective), bound=_finite(rep.bound), wall_s=rep.wall_s,
                message=rep.message, certified_by=", ".join(rep.certified_by), solver_version=rep.solver_version)
-    if sol.decision is None and not rep.has_solution:
+    if check is None:
         row["check"] = "none"
-    else:  # a report that claims an answer without a decision is the checker's to reject
-        check = check_for_family(family, inst, sol, opts)
-        row["violations"] = len(check.violations)
-        if check.feasible:
-            row["check"] = "ok"
-        else:
-            row["check"] = "failed"
-            shown = "; ".join(map(str, check.violations[:3]))
-            more = f" (and {len(check.violations) - 3} more)" if len(check.violations) > 3 else ""
-            row["message"] = "; ".join(filter(None, [rep.message, f"checker: {shown}{more}"]))
-        extra: dict[str, Any] = {}
-        ms = dict(rep.decision_ms or {}) or timings(rep.message)  # an online method's decision time per arriving job (ms)
-        if ms:
-            extra["decision_ms"] = ms
-        for hook in task.extras:
-            extra.update(_hook(hook)(inst, sol, opts) or {})
-        if extra:
-            row["extra"] = json.dumps(extra, sort_keys=True, default=str)
+        return
+    row["violations"] = len(check.violations)
+    if check.feasible:
+        row["check"] = "ok"
+    else:
+        row["check"] = "failed"
+        shown = "; ".join(map(str, check.violations[:3]))
+        more = f" (and {len(check.violations) - 3} more)" if len(check.violations) > 3 else ""
+        row["message"] = "; ".join(filter(None, [rep.message, f"checker: {shown}{more}"]))
+    extra: dict[str, Any] = {}
+    ms = dict(rep.decision_ms or {}) or timings(rep.message)  # an online method's decision time per arriving job (ms)
+    if ms:
+        extra["decision_ms"] = ms
+    for hook in task.extras:
+        extra.update(_hook(hook)(inst, sol, opts) or {})
+    if extra:
+        row["extra"] = json.dumps(extra, sort_keys=True, default=str)
