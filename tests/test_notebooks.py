@@ -1,10 +1,11 @@
-"""Every notebook runs top to bottom (executed, not just parsed), and is stored executed, with its plots.
+"""Every notebook runs top to bottom (executed, not just parsed), is stored executed, with its plots, and works through the facade.
 
 `python notebooks/execute.py` re-executes them all and stores their outputs.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -21,6 +22,10 @@ IDS = [p.stem for p in NOTEBOOKS]
 NEEDS_DATA = {"real-traces"}
 #: a backend that draws nothing in a notebook, chosen in code or by the environment
 NON_INLINE = re.compile(r"matplotlib\.use\(|switch_backend\(|MPLBACKEND|%matplotlib\s+(?!inline\b)\w+|\bAgg\b", re.IGNORECASE)
+#: what a notebook reaches through the facade (`import mlsched_opt as ms`: ms.load, ms.solve, ms.compare, ms.check,
+#: ms.generate, ms.family) and never imports itself; the registry is mlsched_opt.problems, not a family's own modules
+BEHIND_THE_FACADE = ("mlsched_opt.io", "mlsched_opt.solvers", "mlsched_opt.bench", "mlsched_opt.problems", "mlsched_opt.checking",
+                     "mlsched_opt.report", "mlsched_opt.pipeline", "mlsched_opt.facade")
 
 
 def code_cells(path):
@@ -60,6 +65,49 @@ def test_notebook_draws_inline(path):
     for cell in code_cells(path):
         source = "".join(cell["source"])
         assert not NON_INLINE.search(source), f"{path.name} selects a non-inline matplotlib backend:\n{source}"
+
+
+def imported_modules(source):
+    """Every module a cell's code imports (``from mlsched_opt import io`` counts as ``mlsched_opt.io``), and
+    whether it imports the facade as ``ms``; IPython's magics and shell lines are not Python and are left out."""
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    modules, facade = [], False
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            modules += [a.name for a in node.names]
+            facade |= any(a.name == "mlsched_opt" and a.asname == "ms" for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules += [f"{node.module}.{a.name}" for a in node.names] if node.module == "mlsched_opt" else [node.module]
+    return modules, facade
+
+
+def behind_the_facade(module):
+    """A module of the facade's work; a family's own modules (``mlsched_opt.problems.<family>.<module>``: an
+    algorithm's internals a notebook explains) and ``mlsched_opt.traces`` (the trace readers) are not."""
+    parts = module.split(".")
+    if parts[:2] == ["mlsched_opt", "problems"] and len(parts) >= 4 and parts[2] in REGISTRY:
+        return False
+    return any(module == m or module.startswith(m + ".") for m in BEHIND_THE_FACADE)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_uses_the_facade(path):
+    found = [imported_modules("".join(c["source"])) for c in code_cells(path)]
+    assert any(facade for _, facade in found), f"{path.name} does not `import mlsched_opt as ms`"
+    behind = sorted({m for modules, _ in found for m in modules if behind_the_facade(m)})
+    assert not behind, \
+        f"{path.name} imports {', '.join(behind)}: use the facade (ms.load, ms.solve, ms.compare, ms.check, ms.generate, ms.family)"
+
+
+def test_the_facade_rule_tells_internals_from_the_facade_s_work():
+    modules, facade = imported_modules("\n".join([
+        "%matplotlib inline", "import mlsched_opt as ms", "from mlsched_opt import io", "from mlsched_opt.problems import get_family",
+        "import mlsched_opt.bench.compare", "from mlsched_opt.problems.locality.pcilp import patterns",
+        "from mlsched_opt.traces.sources import philly_jobs"]))
+    assert facade
+    assert [m for m in modules if behind_the_facade(m)] == ["mlsched_opt.io", "mlsched_opt.problems", "mlsched_opt.bench.compare"]
+    assert not behind_the_facade("mlsched_opt.problems.smd.view") and behind_the_facade("mlsched_opt.problems.base")
+    assert behind_the_facade("mlsched_opt.problems.smd")  # the family's record is the registry's: ms.family("smd")
 
 
 def test_every_family_has_a_notebook():
