@@ -12,6 +12,7 @@ The library in one import::
     cmp.to_frame()                                           # a pandas DataFrame, one row per run
     ms.check(inst, "ffd.sol.json")                           # a CheckResult (.feasible, .violations)
     ms.generate("oasis", jobs=8, servers=2, seed=3)          # an Instance
+    ms.import_trace("philly", "oasis", jobs=50, servers=20)  # a real trace as an Instance
     ms.families(); ms.family("oasis").methods                # the registry, read only
 
 Every name is loaded when first used: ``import mlsched_opt`` (and ``mlsched --help``) imports no
@@ -42,6 +43,7 @@ _FACADE = {
     "compare": "mlsched_opt.pipeline:compare",
     "check": "mlsched_opt.pipeline:check",
     "generate": "mlsched_opt.facade:generate",
+    "import_trace": "mlsched_opt.facade:import_trace",
     "families": "mlsched_opt.facade:families",
     "family": "mlsched_opt.facade:family",
     "Run": "mlsched_opt.pipeline:Run",

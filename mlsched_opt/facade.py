@@ -48,6 +48,28 @@ def generate(problem: str, *, jobs: int, servers: int, seed: int, slots: int | N
     return from_document(family.generate(spec, cat), catalog=cat)
 
 
+def import_trace(source: str, problem: str, *, jobs: int | None = None, servers: int | None = None, slots: int | None = None,
+                 seed: int = 0, options: Mapping[str, Any] | None = None, data: str | Path | None = None,
+                 catalog: str | Path | None = None) -> Instance:
+    """A real public trace as an instance of ``problem``, as ``mlsched import`` writes it (same arguments,
+    same instance): ``source`` is ``alibaba``, ``philly`` or ``pollux``; ``options`` the source's and the
+    family's import options (``mlsched info``); ``data`` the folder of the data sets (default
+    ``$MLSCHED_SHARED_DATA``, else ``../shared/data``).  The instance's ``source`` field names every
+    assumption."""
+    from .io import from_document, load_catalog
+    from .io.shared_data import use_data
+    from .problems import get_family
+    from .traces import data_dir, import_instance
+
+    family = get_family(problem)
+    folder = data_dir(None if data is None else str(data))
+    cat = load_catalog(catalog)
+    with use_data(folder):
+        doc, _notes = import_instance(source, family, folder, jobs, servers, slots, seed,
+                                      {k: str(v) for k, v in (options or {}).items()}, cat)
+    return from_document(doc, catalog=cat)
+
+
 def families() -> Mapping[str, Family]:
     """The registry: problem name -> :class:`~mlsched_opt.problems.base.Family`, read only."""
     from .problems import REGISTRY

@@ -215,6 +215,23 @@ class Run:
 
         return run_lines(self, elapsed_s, limit_s)
 
+    def ratio_to(self, reference: float | Run) -> float | None:
+        """This answer's ratio (>= 1, 1 = as good) to ``reference``: a value (an optimum, a bound) or
+        another run (its checked value), in the family's sense; ``None`` without a checked value."""
+        from .report import approximation_ratio
+
+        value = self.check.objective if self.check is not None and self.check.feasible else None
+        other = reference.check.objective if isinstance(reference, Run) and reference.check is not None else reference
+        if value is None or other is None or isinstance(other, Run):
+            return None
+        return approximation_ratio(value, float(other), self.report.sense)
+
+    def __repr__(self) -> str:
+        ratio = "" if self.ratio is None else f", ratio{'<=' if self.ratio_is_bound else '='}{self.ratio:.6g}"
+        check = "unchecked" if self.check is None else "checked ok" if self.check.feasible else "check FAILED"
+        return (f"Run({self.family.name}/{self.method} on {self.instance.name!r}: {self.status}, objective={self.objective}, "
+                f"bound={self.bound}{ratio}, {check})")
+
     def __str__(self) -> str:
         return "\n".join(self.summary_lines())
 
@@ -369,8 +386,16 @@ class Comparison:
     gap: float = 1e-6
 
     @property
-    def runs(self) -> list[Any]:
-        return [r for r in self.rows if r.method != "lp"]
+    def runs(self) -> list[Run]:
+        """Each method's whole answer (its decision, its check), in the order of the rows."""
+        return [r.run for r in self.rows if r.run is not None]
+
+    def run(self, label: str) -> Run:
+        """The answer of the row labelled ``label`` (``"ffd"``, ``"exact (highs)"``)."""
+        for r in self.rows:
+            if r.label == label and r.run is not None:
+                return r.run
+        raise KeyError(f"no run labelled {label!r}; the rows are {', '.join(r.label for r in self.rows)}")
 
     @property
     def disputed(self) -> list[Any]:
@@ -389,6 +414,9 @@ class Comparison:
         import pandas as pd
 
         return pd.DataFrame([_flat(r.to_dict()) for r in self.rows])
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.family.name} on {self.instance.name!r}: {', '.join(f'{r.label} {r.report.status}' for r in self.rows)})"
 
     def header(self) -> str:
         from .render import fmt
@@ -432,4 +460,9 @@ def compare(instance: Instance | str | Path, methods: list[str] | tuple[str, ...
     opts = fam.resolve_options(inst, dict(options or {}))
     rows = compare_rows(inst, fam, pairs, opts, solve_options(solver, time_limit, gap, threads, seed, certify), lp_bound=bound,
                         progress=progress)
+    for row in rows:  # each run as the table judged it: its dispute, its ratio to the comparison's reference
+        if row.run is not None:
+            row.run.solution = dataclasses.replace(row.run.solution, report=row.report)
+            row.run.ratio, row.run.ratio_is_bound = row.ratio, row.ratio_is_bound
+            row.run.label = row.label
     return Comparison(inst, fam, opts, rows, gap)

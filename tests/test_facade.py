@@ -95,3 +95,28 @@ def test_a_heuristic_solve_loads_no_model_builder_or_solver():
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+def test_a_comparison_keeps_each_runs_answer_and_rates_it():
+    import mlsched_opt as ms
+
+    inst = ms.load(DEMO)
+    cmp = ms.compare(inst, ["exact", "ffd"], solvers=("highs",))
+    exact, ffd = cmp.run("exact (highs)"), cmp.run("ffd")
+    assert [r.label for r in cmp.runs] == ["exact (highs)", "ffd"] and ffd.decision is not None
+    assert ffd.ratio == pytest.approx(42 / 36) and not ffd.ratio_is_bound  # against the comparison's proven optimum
+    assert ffd.ratio_to(exact) == pytest.approx(42 / 36) and ffd.ratio_to(42.0) == pytest.approx(42 / 36)
+    assert repr(ffd).startswith("Run(packing/ffd on 'demo': feasible") and "object at" not in repr(cmp)
+    with pytest.raises(KeyError, match="no run labelled"):
+        cmp.run("pop")
+
+
+def test_a_real_trace_imports_as_an_instance_in_process(data_dir, tmp_path, run):
+    import mlsched_opt as ms
+
+    inst = ms.import_trace("philly", "oasis", jobs=20, servers=4, seed=1, data=data_dir)
+    out = tmp_path / "philly.json"
+    code, _, err = run("import", "philly", "--problem", "oasis", "--jobs", "20", "--servers", "4", "--seed", "1",
+                       "--data", data_dir, "-o", out)
+    assert code == 0, err
+    assert inst.sha256 == load_instance(out).sha256  # the same instance as the command writes

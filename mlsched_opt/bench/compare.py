@@ -34,6 +34,8 @@ class Row:
     check: CheckResult | None
     ratio: float | None = None
     ratio_is_bound: bool = False
+    #: the pipeline's whole answer (its decision, its solution file), for a method's row
+    run: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,35 +71,37 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
         if progress:
             progress(f"computing the bound ({family.bound_label}) ...")
         rows.append(_guarded(family.bound_label, "lp", solve_options.solver, sense,
-                             lambda: (family.lp_bound(instance, opts, solve_options), None)))
+                             lambda: (family.lp_bound(instance, opts, solve_options), None, None)))
     _fill_ratios(rows, sense, solve_options.gap)
     return rows
 
 
 def _answer(instance: Instance, family: Family, method: str, solver: str, opts: Mapping[str, Any],
-            solve_options: SolveOptions) -> tuple[SolveReport, CheckResult | None]:
+            solve_options: SolveOptions) -> tuple[SolveReport, CheckResult | None, Any]:
     """One row's answer through the library's pipeline (method and check; the table adds the bound)."""
     from ..pipeline import solve
 
     so = solve_options
     run = solve(instance, method, problem=family.name, solver=solver, time_limit=so.time_limit, gap=so.gap, threads=so.threads,
                 seed=so.seed, certify=so.certify, bound=False, options=opts)
-    return run.report, run.check
+    return run.report, run.check, run
 
 
-def _guarded(label: str, method: str, solver: str, sense: str, run: Callable[[], tuple[SolveReport, CheckResult | None]]) -> Row:
+def _guarded(label: str, method: str, solver: str, sense: str,
+             run: Callable[[], tuple[SolveReport, CheckResult | None, Any]]) -> Row:
     """The row of ``run``, or, when it raises, a row with status ``error`` and the message: one method
     that fails (a solver that refuses the model, a bug) costs its own row, never the finished ones."""
     started = time.perf_counter()
+    answer = None
     try:
-        report, check = run()
+        report, check, answer = run()
     except Exception as exc:  # any failure of one method is its row's status, not the command's end
         message = exc.message() if isinstance(exc, UserError) else ": ".join(filter(None, [type(exc).__name__, str(exc)]))
         log.debug("%s failed", label, exc_info=True)
         report = SolveReport(status="error", objective=None, bound=None, sense=sense, solver=solver, solver_version="",
                              solve_s=time.perf_counter() - started, message=message)
         check = None
-    return Row(label, method, report, check)
+    return Row(label, method, report, check, run=answer)
 
 
 def exit_code(rows: list[Row]) -> int:
