@@ -30,7 +30,7 @@ from .pyomo_run import BackendResult, objective_of, start_of
 
 _MAX_POWER = 6
 _TOL = 1e-9
-#: The largest row activity (sum of |coefficient| x largest |value|) we hand to CP-SAT: exact in
+#: The largest row activity (sum of ``|coefficient|`` x largest ``|value|``) we hand to CP-SAT: exact in
 #: a double, so that CP-SAT's presolve arithmetic cannot overflow or round (rows scaled to about
 #: 1.5e10 coefficients are where its presolve proved a wrong optimum).
 SAFE_ACTIVITY = 2.0**53
