@@ -279,3 +279,12 @@ def test_results_are_generated_from_stored_outputs_that_name_their_command_and_c
         assert "*Source*: Produced by `" in text or "**" in text, name
     with contextlib.redirect_stdout(io.StringIO()):
         assert generate.main([]) == 0
+
+
+def test_reproducible_runs_page_holds(scratch, capsys):
+    """What docs/howto/reproducible.md shows is what happens: the same generator arguments write the same
+    bytes, the same seed and one thread give the same decision."""
+    run_page(DOCS / "howto" / "reproducible.md", capsys, slow=False)
+    assert (scratch / "o1.toml").read_bytes() == (scratch / "o2.toml").read_bytes()
+    a, b = (json.loads((scratch / f"{x}.sol.json").read_text()) for x in "ab")
+    assert a["decision"] == b["decision"] and a["decision"]
