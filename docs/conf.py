@@ -13,7 +13,7 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
-sys.path[:0] = [str(ROOT), str(DOCS / "_ext"), str(DOCS / "results")]
+sys.path[:0] = [str(ROOT), str(DOCS / "_ext")]
 
 import mlsched_opt  # noqa: E402 -- after the path: the checkout's package, not an installed one
 

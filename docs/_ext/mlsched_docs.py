@@ -23,7 +23,9 @@ Directives (each renders Markdown, parsed as the page's own text):
 ``{mlsched-results} NAME``
     a table or figure of ``results/generate.py`` from the stored outputs in ``results/data``;
 ``{mlsched-layout}``
-    every module of the package with its docstring's first paragraph.
+    every module of the package with its docstring's first sentence.
+
+And it reads the package's cross-references as Python reads names (:func:`resolve_by_python`).
 """
 
 from __future__ import annotations
@@ -307,12 +309,21 @@ class LayoutDirective(MarkdownDirective):
         return "\n".join(out)
 
 
+@functools.cache
+def results_generator(srcdir: Path) -> types.ModuleType:
+    """``docs/results/generate.py``, loaded by its path (its name says nothing outside the docs)."""
+    spec = importlib.util.spec_from_file_location("mlsched_docs_results", srcdir / "results" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class ResultsDirective(MarkdownDirective):
     required_arguments = 1
 
     def markdown(self) -> str:
-        import generate as results  # docs/results/generate.py (on the path in conf.py)
-
+        results = results_generator(Path(self.env.srcdir))
         for path in results.inputs(self.arguments[0]):
             self.env.note_dependency(str(path))
         return results.render(self.arguments[0], page=Path(self.env.doc2path(self.env.docname)))
