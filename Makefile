@@ -1,9 +1,9 @@
-# Two commands for a fresh machine: `make demo` and `make test`.
+# Two commands for a fresh machine: `make demo` and `make test` (`make docs` builds the site alone).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test setup setup-test clean
+.PHONY: demo test docs setup setup-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ RL_PINS = $(shell $(BIN)/python -c "import tomllib; print(*tomllib.load(open('py
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --retries 1 --timeout 30 --index-url $(TORCH_INDEX) $(RL_PINS) \
 	    || echo "note: $(RL_PINS) not installed from $(TORCH_INDEX); it comes from the configured index")
-	$(BIN)/python -m pip install --quiet -e '.[test,rl,bench,gym,sb3]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,rl,bench,gym,sb3]'
 	touch $@ $(VENV)/.installed
 
 setup: $(VENV)/.installed
@@ -31,11 +31,19 @@ setup-test: $(VENV)/.installed-test
 demo: setup
 	$(BIN)/mlsched compare instances/demo.toml
 
-# lint and type-check first (seconds), then the suite; configuration in pyproject.toml
+# The documentation site (docs/) into docs/_build/html, read afresh (-E) with warnings as errors: a
+# cross-reference that names nothing, a page out of the toctree or a broken directive fails it.  The
+# API pages are generated from the code, so the build imports every module (hence the test extras).
+docs: setup-test
+	rm -rf docs/_build/html
+	$(BIN)/python -m sphinx -b html -E -W --keep-going -q docs docs/_build/html
+
+# lint and type-check first (seconds), then the site, then the suite; configuration in pyproject.toml
 test: setup-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(MAKE) docs
 	$(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache docs/_build docs/reference/api docs/tutorials/*.ipynb

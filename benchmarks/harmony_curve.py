@@ -5,7 +5,7 @@ as a line.  Episode 0 is the policy right after the supervised warm-up, so the c
 the improvement phase (``algo=rollout`` or ``ac``) adds to imitation.
 
     python benchmarks/harmony_curve.py models/harmony-drl.pt runs/harmony-hard.pt runs/harmony-gavel.pt \\
-        --out docs/harmony_curve.png
+        --out docs/results/data/harmony_curve/harmony_curve.png
 
 Reads the files with the same safe loader as ``--method drl`` (tensors and plain data only).
 """

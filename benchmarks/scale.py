@@ -11,8 +11,9 @@ included, which is what the limit promises; peak memory is that process's maximu
 The solve reports the family's proven bound (``--bound``, the default), so the ratio
 ``objective / bound`` (>= 1, min) or ``bound / objective`` (max) is a certified upper bound on the
 true approximation ratio.  Points run one at a time, so their times are comparable.  Needs the data
-sets (``../shared/data`` or ``$MLSCHED_SHARED_DATA``).  Writes ``scale.csv``, ``scale.md`` (the
-README's table) and ``scale.png``.
+sets (``../shared/data`` or ``$MLSCHED_SHARED_DATA``).  Writes ``scale.csv``, ``scale.md`` (every
+point as a table) and ``scale.png``; with ``--out docs/results/data/scale`` the docs' results pages
+are generated from them.
 """
 
 from __future__ import annotations

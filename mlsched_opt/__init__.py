@@ -34,7 +34,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: facade name -> "module:attribute", imported on first use
 _FACADE = {

@@ -2,7 +2,7 @@
 
 Written without the family's formulation, algorithms or view: the instance is read with the
 loader, candidate decisions are built here from the instance document alone (the documented job
-model of docs/instance-format.md), and every decision the oracle counts is scored by the family's
+model of docs/reference/instance-format.md), and every decision the oracle counts is scored by the family's
 checker.  The oracle's optimum must equal ``exact``'s for HiGHS and CP-SAT.
 
 Why the enumeration is complete (every decision the checker accepts is matched by an enumerated

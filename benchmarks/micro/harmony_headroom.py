@@ -1,5 +1,5 @@
-"""How much room the decisions of harmony's methods leave (issue 21; the README's "why the
-headroom is small"), on the held-out test traces of ``benchmarks/harmony_drl.toml`` (40 jobs, 6
+"""How much room the decisions of harmony's methods leave (issue 21; "why learning finds nothing more"
+on the harmony page of the docs), on the held-out test traces of ``benchmarks/harmony_drl.toml`` (40 jobs, 6
 servers, load 0.8, test seeds 3,000,000 + k).  Each world starts from its best heuristic
 (:data:`PLANNED`); a *decision* is a queued job's turn in an interval, answered by "not now"
 (within the deferral rule) or by the placement heuristic that places the job now (one of the

@@ -54,7 +54,7 @@ def bench(ctx: click.Context, suite_file: str, out: str, executor: str, workers:
 
     Writes DIR/results.csv (row by row, so that --resume continues after a crash),
     results.parquet (with pyarrow), summary.csv, plots and report.md.  The suite format is
-    in docs/bench.md.  Exit 0; 1 when a row needs attention (an error, an answer the checker
+    in docs/reference/suite-format.md.  Exit 0; 1 when a row needs attention (an error, an answer the checker
     rejects, a disputed optimum); 2 for a mistake in the suite or the options.
     """
     import time

@@ -1,7 +1,7 @@
 """The instance: a cluster, an optional time horizon, and the jobs.
 
 One format serves every problem family (``instance.schema.json``; reference in
-``docs/instance-format.md``).  Loading runs three layers of checks, each ending in a
+``docs/reference/instance-format.md``).  Loading runs three layers of checks, each ending in a
 :class:`~mlsched_opt.errors.InstanceError` that names the file and the field path:
 
 1. parsing (:mod:`mlsched_opt.io.files`): bad bytes, bad syntax, truncation;

@@ -42,7 +42,7 @@ from .pyomo_run import BackendResult, objective_of, solve_highs, start_of
 _TOL = 1e-9
 #: The finest power of ten an objective is scaled by when its exact decimals are too fine (:func:`_objective_weights`).
 _MAX_OBJECTIVE_POWER = 6
-#: The largest row activity (sum of |coefficient| x largest |value|) we hand to CP-SAT: exact in
+#: The largest row activity (sum of ``|coefficient|`` x largest ``|value|``) we hand to CP-SAT: exact in
 #: a double, so that CP-SAT's presolve arithmetic cannot overflow or round (rows scaled to about
 #: 1.5e10 coefficients are where its presolve proved a wrong optimum).
 SAFE_ACTIVITY = 2**53

@@ -16,7 +16,7 @@ problem.
 * **Action**: ``Discrete(M + 1)``.  At a task ask, a server ``m < M`` among the feasible ones.  At a
   defer ask, ``M`` means "not now" (hold the job back this interval) and ``m < M`` means "place the
   job now, its first task on server ``m``" (the env answers the defer ask, the start ask and the
-  job's first task ask with it).  Index ``M`` is valid only at a defer ask.  :meth:`action_masks`
+  job's first task ask with it).  Index ``M`` is valid only at a defer ask.  :meth:`HarmonyEnv.action_masks`
   (sb3-contrib's convention) and ``info["action_mask"]`` give the valid actions; an invalid action
   raises :class:`ValueError` (never silently fixed); ``action_space.sample()`` draws a valid one
   (:class:`MaskedDiscrete`).  At a defer ask where the job's first task fits nowhere, "not now" is
@@ -36,7 +36,7 @@ problem.
   ``info`` has ``avg_jct``, ``jct`` (per job), ``run`` (the :class:`~.simulate.HarmonyRun`) and
   ``decision`` (the solution document the family checker takes).
 
-Same seed to :meth:`reset`, same trace and the same observations.  Speeds are the true world's.
+Same seed to :meth:`HarmonyEnv.reset`, same trace and the same observations.  Speeds are the true world's.
 """
 
 from __future__ import annotations

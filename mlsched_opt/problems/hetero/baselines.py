@@ -9,6 +9,7 @@
   among the workers each job can use (seeded; redrawn when memory caps cannot hold a batch).
 
 Both answer ``None`` rather than a placement the checker would refuse.
+
 * ``equal-share`` (in :mod:`.methods`): the equal-share category with the market.
 * ``no-balance`` (in :mod:`.methods`): the sampled scheme with an equal batch split, to show
   what proportional assignment is worth.

@@ -19,7 +19,7 @@ from .view import smd_view
 
 
 def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
-    """The LP relaxation of :func:`build_model`, on arrays and solved by HiGHS directly: an upper
+    """The LP relaxation of :func:`.formulation.build_model`, on arrays and solved by HiGHS directly: an upper
     bound on the total utility of every feasible decision.
 
     Same LP as relaxing the Pyomo model (a test checks they agree): one column per job with a

@@ -1,0 +1,263 @@
+"""The results pages' tables and figures, generated from the stored outputs in ``docs/results/data``.
+
+Nothing on a results page is typed by hand: each table is read from the files a benchmark script or
+``mlsched bench`` wrote, and says the command and the commit that produced it (``source.json``
+beside the files).  To refresh a result, re-run its command with ``--out`` into its folder here
+(each ``source.json`` says how) and rebuild the docs.
+
+    python docs/results/generate.py                 # every table, as Markdown, on stdout
+    python docs/results/generate.py scale harmony-worlds
+
+The Sphinx extension (``docs/_ext/mlsched_docs.py``, directive ``{mlsched-results} NAME``) calls
+:func:`render` while it builds the pages.  Names: ``scale``, ``scale:FAMILY``, ``import-traces``,
+``import-traces:FAMILY``, ``bench-suites``, ``bench-suites:FAMILY``, ``bench:FOLDER`` (a stored
+``mlsched bench`` output folder's summary), ``harmony-worlds``, ``harmony-gym``, ``harmony-curve``.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+ROOT = HERE.parent.parent
+
+
+def _scale_script() -> Any:
+    """``benchmarks/scale.py``, whose row reader, run table and exponent fit the tables use (one
+    definition of each: the script's own)."""
+    spec = importlib.util.spec_from_file_location("scale_benchmark", ROOT / "benchmarks" / "scale.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def source(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "source.json").read_text(encoding="utf-8"))
+
+
+def provenance(folder: Path) -> str:
+    """One line: what produced the files of ``folder`` (command, commit, date, machine) and any note."""
+    src = source(folder)
+    commit = src.get("commit", "?")
+    commit_text = f"commit `{commit}`" if " " not in commit else "the commit of each row"
+    when = ", ".join(x for x in (src.get("date"), src.get("machine")) if x)
+    line = f"Produced by `{src['command']}` at {commit_text}" + (f" ({when})" if when else "") + "."
+    if src.get("transcribed"):
+        line += " " + src["transcribed"]
+    return "*Source*: " + line
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def table(header: list[str], rows: list[list[Any]], align: str | None = None) -> str:
+    align = align or "|".join("---" for _ in header)
+    lines = ["| " + " | ".join(header) + " |", "|" + align + "|"]
+    lines += ["| " + " | ".join("-" if c in (None, "") else str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def number(value: Any, digits: int = 6) -> str:
+    if value in (None, ""):
+        return "-"
+    x = float(value)
+    return f"{x:,.0f}" if x.is_integer() and abs(x) >= 1000 else f"{x:.{digits}g}"
+
+
+def figure(path: Path, page: Path | None, alt: str) -> str:
+    target = os.path.relpath(path, page.parent) if page is not None else str(path.relative_to(ROOT))
+    return f"![{alt}]({target})"
+
+
+# -- production scale ---------------------------------------------------------------------------
+
+def render_scale(family: str | None, page: Path | None) -> str:
+    folder = DATA / "scale"
+    script = _scale_script()
+    rows = script.read_rows(folder / "scale.csv")
+    runs = [run for run in script.FAMILIES if family is None or script.FAMILIES[run][0] == family]
+    out = []
+    body = []
+    for run in runs:
+        mine = [r for r in rows if r["family"] == run and r.get("gpus")]
+        if not mine:
+            continue
+        top = max(mine, key=lambda r: (r["gpus"], r["jobs"]))
+        fitted = script.exponent(mine)
+        slope = f"{fitted:.2f}" if fitted is not None else (top.get("exponent") or "-")
+        extra = " ".join(script.FAMILIES[run][3])
+        body.append([f"{script.FAMILIES[run][0]}" + (f" (`{extra}`)" if extra else ""), f"`{top['method']}`", f"{top['gpus']:,}",
+                     f"{top['jobs']:,}", top["wall_s"], top["peak_mb"], number(top["objective"]), number(top["bound"]),
+                     number(top["ratio_bound"], 5), top["check"], slope])
+    if not body:
+        return f"No stored scale run for `{family}`."
+    out.append(table(["family", "method", "GPUs", "jobs", "wall s", "peak MB", "objective", "bound", "ratio ≤ (certified)", "check",
+                      "exponent"], body, "---|---|---:|---:|---:|---:|---:|---:|---:|---|---:"))
+    ladder = any(sum(r["family"] == run for r in rows) > 1 for run in runs)
+    if family is None and ladder:
+        out += ["", "Every point of the ladder:", "", script.table(rows).strip()]
+    if family is None and (folder / "scale.png").exists():
+        out += ["", figure(folder / "scale.png", page, "Wall time of each family's approximation against the cluster's size")]
+    out += ["", provenance(folder)]
+    return "\n".join(out)
+
+
+# -- real traces --------------------------------------------------------------------------------
+
+def render_import(family: str | None) -> str:
+    folder = DATA / "import_traces"
+    rows = [r for r in read_csv(folder / "import_traces.csv") if family is None or r["problem"] == family]
+    body = []
+    for r in rows:
+        if not r.get("jobs"):
+            body.append([f"{r['source']} → {r['problem']} {r['args']}".strip(), "-", "-", r["import_s"], r["method"], r.get("status"), "-"])
+            continue
+        body.append([f"{r['source']} → {r['problem']}" + (f" `{r['args']}`" if r["args"] else ""), int(r["jobs"]),
+                     f"{int(r['servers']):,} ({float(r['gpus']):,.0f})", r["import_s"], f"`{r['method']}`",
+                     f"{r.get('solve_s') or '-'} ({r.get('method_s') or '-'})", r["check"]])
+    out = [table(["source → problem", "jobs", "servers (GPUs)", "import s", "method", "solve s (method s)", "check"], body), "",
+           provenance(folder)]
+    return "\n".join(out)
+
+
+# -- mlsched bench ------------------------------------------------------------------------------
+
+def suite_problem(suite: str) -> str | None:
+    path = ROOT / "benchmarks" / f"{suite}.toml"
+    if not path.exists():
+        return None
+    return tomllib.loads(path.read_text(encoding="utf-8")).get("problem")
+
+
+def render_suites(family: str | None) -> str:
+    folder = DATA / "bench"
+    body = []
+    for r in read_csv(folder / "suites.csv"):
+        if family is not None and suite_problem(r["suite"]) != family:
+            continue
+        stored = folder / r["suite"]
+        note = f" (stored: [{r['suite']}](#{r['suite']}))" if (stored / "summary.csv").exists() else ""
+        body.append([f"`{r['suite']}`{note}", r["what"], r["tasks"], r["wall"], r["workers"], f"`{r['commit']}`"])
+    if not body:
+        return f"No suite of `{family}` is stored."
+    out = [table(["suite", "what", "tasks", "wall", "--workers", "commit"], body, "---|---|---:|---:|---:|---"), "",
+           provenance(folder)]
+    return "\n".join(out)
+
+
+SUMMARY_SHOWN = [("label", "method"), ("n", "n"), ("median_ratio", "median ratio"), ("p90_ratio", "p90"), ("worst_ratio", "worst"),
+                 ("certified", "certified"), ("mean_objective", "mean objective"), ("median_wall_s", "median s"),
+                 ("max_wall_s", "max s"), ("errors", "errors")]
+
+
+def render_bench(name: str) -> str:
+    folder = DATA / "bench" / name
+    rows = [r for r in read_csv(folder / "summary.csv") if r.get("setting") in ("all", "")] or read_csv(folder / "summary.csv")
+    shown = [(key, title) for key, title in SUMMARY_SHOWN if any(r.get(key) not in (None, "") for r in rows)]
+    body = [[f"`{r[key]}`" if key == "label" else (number(r[key], 4) if key not in ("n", "certified", "errors") else r[key])
+             for key, _ in shown] for r in rows]
+    return "\n".join([table([t for _, t in shown], body), "", provenance(folder)])
+
+
+def render_harmony_worlds() -> str:
+    folders = sorted((DATA / "bench").glob("harmony_drl-*"))
+    worlds = {f.name.split("-", 1)[1]: {r["label"]: r for r in read_csv(f / "summary.csv")} for f in folders}
+    order = ["default", "hard", "gavel"]
+    names = sorted(worlds, key=lambda w: order.index(w) if w in order else len(order))
+    labels = list(next(iter(worlds.values())))
+    body = []
+    for world in names:
+        row: list[Any] = [world]
+        best = min(float(r["mean_objective"]) for label, r in worlds[world].items() if "(bound)" not in label)
+        for label in labels:
+            r = worlds[world].get(label)
+            if r is None:
+                row.append("-")
+                continue
+            text = f"{float(r['mean_objective']):.2f}"
+            if "(bound)" not in label and r.get("median_ratio"):
+                text += f" ({float(r['median_ratio']):.2f})"
+            if "(bound)" not in label and float(r["mean_objective"]) == best:
+                text = f"**{text.split(' ')[0]}**" + text[len(text.split(' ')[0]):]
+            row.append(text)
+        body.append(row)
+    out = [table(["world", *labels], body), ""]
+    out += ["Mean over the traces of the average JCT (intervals; the best method of each world in bold) and, in brackets, the "
+            "median ratio to the proven lower bound (`standalone (bound)`)."]
+    for world in names:
+        out += ["", f"**{world}**: " + provenance(DATA / "bench" / f"harmony_drl-{world}").removeprefix("*Source*: ")]
+    return "\n".join(out)
+
+
+def render_harmony_gym() -> str:
+    folder = DATA / "harmony_gym"
+    body = []
+    for path in sorted(folder.glob("harmony_gym-*.csv")):
+        for r in read_csv(path):
+            body.append([r["world"], r["method"], r["mean_avg_jct"] or f"error: {r['error']}", r["mean_deferrals"], r["train_s"],
+                         f"{int(r['timesteps']):,}" if r["timesteps"] else ""])
+    return "\n".join([table(["world", "method", "mean average JCT", "holds back per trace", "training wall s", "training steps"], body,
+                            "---|---|---:|---:|---:|---:"), "", provenance(folder)])
+
+
+def render_harmony_curve(page: Path | None) -> str:
+    folder = DATA / "harmony_curve"
+    return "\n".join([figure(folder / "harmony_curve.png", page, "harmony learning curves"), "", provenance(folder)])
+
+
+# -- entry points -------------------------------------------------------------------------------
+
+NAMES = ["scale", "import-traces", "bench-suites", "harmony-worlds", "harmony-gym", "harmony-curve"]
+
+
+def inputs(name: str) -> list[Path]:
+    """The stored files :func:`render` reads for ``name`` (the pages that show it are rebuilt when one changes)."""
+    kind, _, arg = name.partition(":")
+    folder = {"scale": DATA / "scale", "import-traces": DATA / "import_traces", "bench-suites": DATA / "bench",
+              "bench": DATA / "bench" / arg, "harmony-gym": DATA / "harmony_gym", "harmony-curve": DATA / "harmony_curve"}.get(kind)
+    if kind == "harmony-worlds":
+        return sorted(p for f in (DATA / "bench").glob("harmony_drl-*") for p in f.iterdir())
+    return sorted(p for p in folder.iterdir() if p.is_file()) if folder is not None and folder.is_dir() else []
+
+
+def render(name: str, page: Path | None = None) -> str:
+    """The Markdown of result ``name`` (see the module docstring); ``page`` is the page that shows it
+    (figures are linked relative to it)."""
+    kind, _, arg = name.partition(":")
+    family = arg or None
+    if kind == "scale":
+        return render_scale(family, page)
+    if kind == "import-traces":
+        return render_import(family)
+    if kind == "bench-suites":
+        return render_suites(family)
+    if kind == "bench":
+        return render_bench(arg)
+    if kind == "harmony-worlds":
+        return render_harmony_worlds()
+    if kind == "harmony-gym":
+        return render_harmony_gym()
+    if kind == "harmony-curve":
+        return render_harmony_curve(page)
+    raise KeyError(f"unknown result {name!r} (known: {', '.join(NAMES)}, and NAME:FAMILY / bench:FOLDER)")
+
+
+def main(argv: list[str]) -> int:
+    for name in argv or NAMES:
+        print(f"<!-- {name} -->\n{render(name)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
