@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..clock import offer
+from ..clock import MIN_PHASE_S, offer
 from ..errors import ModelTooLarge
 from ..report import SolveOptions
+from ..tolerances import better
 from .result import MethodResult, beyond_its_bound
 
 if TYPE_CHECKING:
@@ -42,10 +43,9 @@ log = logging.getLogger(__name__)
 #: share of an exact method's time limit its quick start may take (the heuristics are anytime and
 #: return at their deadline, so the exact search keeps the rest)
 QUICK_SHARE = 0.1
-#: share of what is left that a search without a bound of its own leaves for the family's bound
-BOUND_SHARE = 0.2
-#: the least the exact search is given: it still starts, and returns at once
-MIN_S = 0.01
+#: share of what is left after the quick start that the search leaves for the family's bound, in case it
+#: proves none of its own (a search that returns early leaves the bound all the rest)
+BOUND_SHARE = 0.1
 
 Run = Callable[["Instance", Mapping[str, Any], SolveOptions], MethodResult]
 
@@ -58,7 +58,7 @@ def quick_answer(family: Family, instance: Instance, options: Mapping[str, Any],
         return None
     method = family.method(family.quick)
     try:
-        result = method.run(instance, options, dataclasses.replace(solve_options, time_limit=max(seconds, MIN_S)))
+        result = method.run(instance, options, dataclasses.replace(solve_options, time_limit=max(seconds, MIN_PHASE_S)))
     except ModelTooLarge:
         return None
     if result.decision is None or result.report.objective is None:
@@ -75,7 +75,8 @@ def anytime_exact(family: Family, search: Run) -> Run:
         started = time.perf_counter()
         deadline = started + solve_options.time_limit
         quick = quick_answer(family, instance, options, solve_options, QUICK_SHARE * solve_options.time_limit)
-        left = max(deadline - time.perf_counter(), MIN_S)
+        left = deadline - time.perf_counter()
+        left = max(left * (1 - BOUND_SHARE) if family.bounded else left, MIN_PHASE_S)
         try:
             found: MethodResult | None = search(instance, options, dataclasses.replace(solve_options, time_limit=left))
             refused = ""
@@ -88,63 +89,78 @@ def anytime_exact(family: Family, search: Run) -> Run:
 
 def combine(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,
             quick: MethodResult | None, found: MethodResult | None, deadline: float, refused: str = "") -> MethodResult:
-    """The exact method's answer from its quick start and its search.
+    """The exact method's answer from its quick start and its search, judged by the checker.
 
-    A proof of the search stands (``optimal``, ``infeasible``, ``unbounded``, ``disputed``), except an
-    ``infeasible`` that the quick start's checked decision refutes.  Otherwise the better checked
-    decision of the two is the answer, with the search's proven bound, else the family's bound in the
-    time left."""
+    A proof of the search (``optimal``, ``infeasible``) stands unless the quick start's checked decision
+    refutes it (it beats the claimed optimum, or exists at all against "infeasible"): then the answer
+    is ``disputed``, the quick start's decision, with no bound and no certificate.  Otherwise the better
+    checked decision of the two is the answer (``feasible``), with the search's proven bound, else the
+    family's bound in the time left.  A search decision the checker rejects is no answer and its bound
+    is not trusted (the model and the checker disagree: a defect, said in the message)."""
     from ..report import SolveReport
 
-    sense = family.sense(options)
-    if found is not None and found.report.status in ("optimal", "unbounded", "disputed"):
-        return found
+    sense, gap = family.sense(options), solve_options.gap
     quick_value = None if quick is None or quick.decision is None else family._evaluate(instance, options, quick.decision)[0]
-    if found is not None and found.report.status == "infeasible":
-        if quick is None or quick_value is None:
+    status = None if found is None else found.report.status
+    if found is not None and status == "unbounded":
+        return found
+    if found is not None and status in ("optimal", "infeasible", "disputed"):
+        claim = found.report.objective
+        refuted = quick is not None and quick_value is not None and (
+            status == "infeasible" or (status == "optimal" and claim is not None and better(quick_value, claim, sense, gap)))
+        if not refuted:
             return found
-        note = (f"the exact search claimed 'infeasible', but {family.quick} found a decision the checker accepts: "
-                f"the claim is refuted (a solver defect; please report it)")
-        return MethodResult(_as(quick, found, quick_value, None, "feasible", note), quick.decision)
-    found_value = None
+        assert quick is not None and quick_value is not None
+        what = "'infeasible'" if status == "infeasible" else f"the optimum {claim:.10g}"
+        note = (f"disputed: the exact search claimed {what}, refuted by {family.quick}'s checked answer {quick_value:.10g} "
+                f"(a solver or model defect; please report it)")
+        report = _as(quick, found, quick_value, None, "disputed", "; ".join(filter(None, [found.report.message, note])), gap)
+        return MethodResult(dataclasses.replace(report, certified_by=()), quick.decision)
+    found_value, rejected = None, ""
     if found is not None and found.decision is not None:
-        found_value, _why = family._evaluate(instance, options, found.decision)
+        found_value, why = family._evaluate(instance, options, found.decision)
+        if found_value is None:
+            rejected = (f"the search's decision is rejected by the checker ({why}), so its bound is not trusted either "
+                        f"(the exact model and the checker disagree: a defect; please report it)")
     bound = None
-    if found is not None and found.report.status in ("feasible", "time-limit-no-solution") and found.report.bound is not None:
+    if found is not None and not rejected and status in ("feasible", "time-limit-no-solution") and found.report.bound is not None:
         bound = found.report.bound
-    notes = [refused and f"the full model is not built ({refused})"]
+    notes = [refused and f"the full model is not built ({refused})", rejected]
     if bound is None and family.bounded:
         bound, note = _family_bound(family, instance, options, solve_options, deadline)
         notes.append(note)
-    if quick is not None and quick_value is not None and (found_value is None or _better(quick_value, found_value, sense)):
-        notes.append(f"the answer is {family.quick}'s (the quick start)" + (
-            f"; the search's best was {found_value:g}" if found_value is not None else "; the search found no better one"))
+    if quick is not None and quick_value is not None and (found_value is None or better(quick_value, found_value, sense, 0.0)):
+        if found_value is not None:
+            notes.append(f"the answer is {family.quick}'s (the quick start); the search's best was {found_value:g}")
+        elif not rejected:
+            notes.append(f"the answer is {family.quick}'s (the quick start): the search found none")
         base = found.report if found is not None else quick.report
-        return MethodResult(_as(quick, found, quick_value, bound, "feasible", "; ".join(filter(None, [base.message, *notes]))),
-                            quick.decision)
+        report = _as(quick, found, quick_value, bound, "feasible", "; ".join(filter(None, [base.message, *notes])), gap)
+        return MethodResult(report, quick.decision)
     if found is not None and found_value is not None:
-        return MethodResult(_as(found, found, found_value, bound, "feasible", "; ".join(filter(None, [found.report.message, *notes]))),
-                            found.decision)
-    # nothing checked: the search's report as it is (no solution), with the bound it or the family proved
+        message = "; ".join(filter(None, [found.report.message, *notes]))
+        return MethodResult(_as(found, found, found_value, bound, "feasible", message, gap), found.decision)
+    # nothing checked: no answer (an error when the search's own decision was rejected), with the bound proven
     base = found.report if found is not None else SolveReport(
         status="time-limit-no-solution", objective=None, bound=None, sense=sense, solver=solve_options.solver,
         solver_version="", options=solve_options.to_dict())
-    status = base.status if base.status in ("time-limit-no-solution", "error", "failed") else "time-limit-no-solution"
-    return MethodResult(dataclasses.replace(base, status=status, objective=None, bound=bound,
+    if rejected:
+        end = "error"
+    else:
+        end = base.status if base.status in ("time-limit-no-solution", "error", "failed") else "time-limit-no-solution"
+    return MethodResult(dataclasses.replace(base, status=end, objective=None, bound=bound, certified_by=(),
                                             message="; ".join(filter(None, [base.message, *notes]))), None)
 
 
-def _better(a: float, b: float, sense: str) -> bool:
-    return a < b if sense == "min" else a > b
-
-
-def _as(source: MethodResult, found: MethodResult | None, value: float, bound: float | None, status: str, message: str):
-    """``source``'s report as the exact method's: the checker's value, the proven bound (none when the
-    checked value beats it: then the bound is wrong), the search's solver and timings when there was one."""
+def _as(source: MethodResult, found: MethodResult | None, value: float, bound: float | None, status: str, message: str,
+        gap: float):
+    """``source``'s decision reported as the exact method's: the checker's value, the proven bound (none
+    when the checked value beats it: then the bound is wrong), the search's solver and build times when
+    there was a search, and the time of both runs."""
     rep = found.report if found is not None else source.report
-    out = dataclasses.replace(rep, status=status, objective=value, bound=bound, message=message,
-                              solve_s=rep.solve_s + (source.report.solve_s if source is not found else 0.0))
-    return beyond_its_bound(out, float(out.options.get("gap", 1e-6)) if out.options else 1e-6)
+    solve_s = rep.solve_s + (source.report.solve_s if found is not None and source is not found else 0.0)
+    out = dataclasses.replace(rep, status=status, objective=value, bound=bound, message=message, solve_s=solve_s)
+    return beyond_its_bound(out, gap)
 
 
 def _family_bound(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,
@@ -153,7 +169,7 @@ def _family_bound(family: Family, instance: Instance, options: Mapping[str, Any]
     from ..errors import UserError
 
     left = deadline - time.perf_counter()
-    if left <= MIN_S:
+    if left <= MIN_PHASE_S:
         return None, "no time was left for a bound"
     label = family.bound_label.replace(" (bound)", "")
     try:

@@ -264,8 +264,53 @@ def translate(model: pyo.ConcreteModel) -> Translation:
     return Translation(cp, list(cp_vars.values()), float(scale), float(repn.constant), integral)
 
 
-def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpSolver, BackendResult]:
-    """Solve a CP-SAT model with our options; the caller reads values from the returned solver."""
+class _Progress(cp_model.CpSolverSolutionCallback):
+    """Each improving CP-SAT solution reported as incumbent, bound and gap (the progress line), in the
+    Pyomo model's units (``value / scale + offset``)."""
+
+    def __init__(self, scale: float, offset: float) -> None:
+        super().__init__()
+        self.scale, self.offset = scale, offset
+
+    def on_solution_callback(self) -> None:
+        from ..clock import search_status
+
+        bound = self.best_objective_bound
+        search_status(self.objective_value / self.scale + self.offset,
+                      bound / self.scale + self.offset if math.isfinite(bound) else None)
+
+
+@contextmanager
+def _stoppable(solver: cp_model.CpSolver) -> Iterator[None]:
+    """Stop ``solver``'s search when the user asks (the first Ctrl-C): CP-SAT keeps its incumbent, as at
+    its own time limit.  A thread polls :func:`~mlsched_opt.clock.stop_requested`, since CP-SAT calls no
+    callback of ours between solutions."""
+    import threading
+
+    from ..clock import stop_requested
+
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(0.05):
+            if stop_requested():
+                solver.stop_search()
+                return
+
+    watcher = threading.Thread(target=poll, name="cpsat-stop", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
+def run_cpsat(cp: cp_model.CpModel, options: SolveOptions, scale: float = 1.0,
+              offset: float = 0.0) -> tuple[cp_model.CpSolver, BackendResult]:
+    """Solve a CP-SAT model with our options; the caller reads values from the returned solver.  The
+    search reports its progress (``scale``/``offset`` turn its objective into the model's) and stops,
+    keeping its incumbent, on a Ctrl-C."""
     import ortools
 
     solver = cp_model.CpSolver()
@@ -275,13 +320,17 @@ def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpS
     params.random_seed = options.seed
     params.relative_gap_limit = options.gap
     params.absolute_gap_limit = 1e-9
+    # CP-SAT would take SIGINT for itself (and stop silently): a Ctrl-C is the command's to handle, which
+    # stops the search through stop_search (see _stoppable) and says it was interrupted
+    params.catch_sigint_signal = False
     if not options.presolve:
         params.cp_model_presolve = False
     if options.log:  # to stderr through the callback: stdout is the answer's (--json)
         params.log_search_progress = True
         params.log_to_stdout = False
         solver.log_callback = lambda line: print(line, file=sys.stderr)
-    status = solver.solve(cp)
+    with _stoppable(solver):
+        status = solver.solve(cp, _Progress(scale, offset) if cp.has_objective() else None)
     has_solution = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     termination = {
         cp_model.OPTIMAL: "optimal",
@@ -292,12 +341,18 @@ def run_cpsat(cp: cp_model.CpModel, options: SolveOptions) -> tuple[cp_model.CpS
     message = ""
     if status == cp_model.MODEL_INVALID:
         message = f"CP-SAT: invalid model: {cp.validate()}"
-    elif status == cp_model.UNKNOWN and solver.wall_time < 0.9 * options.time_limit:
+    elif status == cp_model.UNKNOWN and solver.wall_time < 0.9 * options.time_limit and not _stopped():
         termination, message = "error", "CP-SAT stopped without an answer before the time limit"
     bound = solver.best_objective_bound if cp.has_objective() and has_solution else None
     if bound is not None and not math.isfinite(bound):
         bound = None
     return solver, BackendResult(termination, has_solution, bound, ortools.__version__, message)  # type: ignore[attr-defined]  # set at run time; ortools' typed package does not declare it
+
+
+def _stopped() -> bool:
+    from ..clock import stop_requested
+
+    return stop_requested()
 
 
 @contextmanager
@@ -332,7 +387,7 @@ def solve_cpsat(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResul
             tr.model.add_hint(cvar, round(start_values[id(pvar)]))
             hinted += 1
     prep_s = time.perf_counter() - start
-    solver, outcome = run_cpsat(tr.model, options)
+    solver, outcome = run_cpsat(tr.model, options, tr.objective_scale, tr.objective_offset)
     outcome.prep_s = prep_s
     if hinted:
         outcome.message = "; ".join(filter(None, [outcome.message, f"start: {hinted} values offered as hints from a heuristic answer"]))

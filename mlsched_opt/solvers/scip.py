@@ -94,15 +94,17 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult
     scip.setParam("randomization/randomseedshift", options.seed % 2**31)
     if not options.presolve:
         scip.setPresolve(pyscipopt.SCIP_PARAMSETTING.OFF)
+    # SCIP would take SIGINT for itself: a Ctrl-C is the command's, which interrupts the solve (see _run)
+    scip.setParam("misc/catchctrlc", False)
     _warm_start(scip, pairs.values())
     prep_s = time.perf_counter() - start
     if options.log:
         from pyomo.common.tee import capture_output
 
         with capture_output(sys.stderr, capture_fd=True):  # SCIP prints from C to fd 1
-            scip.optimize()
+            _run(scip)
     else:
-        scip.optimize()
+        _run(scip)
     status = scip.getStatus()
     has_solution = scip.getNSols() > 0 and status not in ("infeasible", "unbounded", "inforunbd")
     if has_solution:
@@ -119,3 +121,27 @@ def solve_scip(model: pyo.ConcreteModel, options: SolveOptions) -> BackendResult
     bound = proven_bound(scip.getDualbound()) if has_solution else None
     message = "" if termination != "error" else f"SCIP ended with status {status}"
     return BackendResult(termination, has_solution, bound, scip_version() or "", message, prep_s=prep_s)
+
+
+def _run(scip) -> None:
+    """``scip.optimize()`` without holding the GIL, interrupted (keeping its incumbent, status
+    ``userinterrupt``) when the user asks: a thread polls :func:`~mlsched_opt.clock.stop_requested`."""
+    import threading
+
+    from ..clock import stop_requested
+
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(0.05):
+            if stop_requested():
+                scip.interruptSolve()
+                return
+
+    watcher = threading.Thread(target=poll, name="scip-stop", daemon=True)
+    watcher.start()
+    try:
+        scip.optimizeNogil()
+    finally:
+        done.set()
+        watcher.join()
