@@ -4,16 +4,17 @@
   every class-count vector), or with a solver other than HiGHS, the Pyomo model of
   :mod:`.formulation` is solved and its "optimal" certified, as before (``Family._run_exact``);
   a model too large to enumerate raises :class:`~mlsched_opt.errors.ModelTooLarge`.
-* Beyond, a search on the structure (our design): a start (the ``greedy`` baseline improved by
-  the exchange search of :mod:`.exchange`), the configuration LP by column generation with exact
-  pricing (:mod:`.bound`: the proven bound), its LP solution rounded (a basic solution has at
-  most one fractional job per GPU class: those choose by a small ILP), then the configuration
-  ILP over the generated columns (price-and-branch, HiGHS, a node limit), each answer polished
-  by the exchange search.  Work limits (column-generation rounds, branch-and-bound nodes,
+* Beyond, a search on the structure (our design): the configuration LP by column generation with
+  exact pricing (:mod:`.bound`: the proven bound), its LP solution rounded (a basic solution has
+  at most one fractional job per GPU class: those choose by a small ILP; ``greedy`` when the LP
+  has no such solution in time), then the configuration ILP over the generated columns
+  (price-and-branch, HiGHS, a node limit), each answer polished by the exchange search of
+  :mod:`.exchange`.  The quick start of :mod:`~mlsched_opt.problems.anytime` (``greedy``) answers
+  first.  Work limits (column-generation rounds, branch-and-bound nodes,
   exchange moves) make the answer the same run after run; the wall clock is only the safety
   stop, and the message says when it cut the run.  The answer is ``feasible`` with the bound
-  and the gap (no second route can certify an optimum at this size); every improvement is
-  offered to the watchdog.
+  and the gap (no second route can certify an optimum at this size); the best answer is offered
+  to the watchdog between the phases.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: 
 
 
 class _Best:
-    """The best allocation so far, its value, and where it came from; offers each improvement."""
+    """The best allocation so far, its value, and where it came from."""
 
     def __init__(self, view: HeteroView, options: Mapping[str, Any], solve_options: SolveOptions, started: float):
         self.view, self.options, self.solve_options, self.started = view, options, solve_options, started
@@ -68,6 +69,7 @@ class _Best:
         self.value = np.inf
         self.source = ""
         self.bound: float | None = None
+        self.offered = np.inf
 
     def consider(self, x: np.ndarray | None, source: str) -> None:
         if x is None:
@@ -75,7 +77,19 @@ class _Best:
         value = float(evaluate(self.view, x, self.options["comm"]).mean())
         if np.isfinite(value) and value < self.value - 1e-12 * max(1.0, abs(value)):
             self.x, self.value, self.source = x, value, source
-            offer(self.report("feasible", ""), decision(self.view, x, self.options))
+
+    def offer(self) -> None:
+        """Offer the best answer to the watchdog when it improved since the last offer (building a
+        decision costs about a millisecond per job, so only between the search's phases)."""
+        if self.x is not None and self.value < self.offered:
+            offer(self.report("feasible", f"answer from {self.source}"), decision(self.view, self.x, self.options))
+            self.offered = self.value
+
+    def polish(self, x: np.ndarray | None, source: str, deadline: float) -> None:
+        """Consider ``x`` and its exchange-improved version."""
+        self.consider(x, source)
+        if x is not None:
+            self.consider(improve(self.view, x, self.options["comm"], deadline=deadline)[0], f"{source} + exchange")
 
     def report(self, status: str, message: str) -> SolveReport:
         return SolveReport(status=status, objective=None if self.x is None else self.value, bound=self.bound, sense="min",
@@ -83,37 +97,38 @@ class _Best:
                            options=self.solve_options.to_dict(), solve_s=time.perf_counter() - self.started, message=message)
 
 
+#: Share of the search's time the column generation takes before a first rounded answer (it
+#: resumes after, in the time left).
+FIRST_SHARE = 0.6
+
+
 def search(view: HeteroView, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
-    """The large-scale exact search: start, bound, rounding, price-and-branch (module docstring)."""
+    """The large-scale exact search: bound, rounding, price-and-branch (module docstring)."""
     from .methods import search_deadline
 
     started = time.perf_counter()
     deadline = search_deadline(view, started, solve_options.time_limit)
     comm = options["comm"]
     best = _Best(view, options, solve_options, started)
-    notes: list[str] = []
-    x0 = greedy(view, comm)
-    if x0 is not None:
-        best.consider(x0, "greedy")
-        best.consider(improve(view, x0, comm, deadline=deadline)[0], "greedy + exchange")
-    cg = ColumnGeneration(view, comm, best.x, solve_options.threads)
+    # the quick start (greedy, problems/anytime.py) is offered already: the column generation first
+    cg = ColumnGeneration(view, comm, None, solve_options.threads)
+    cg.run(started + FIRST_SHARE * (deadline - started))
+    best.polish(cg.rounded(deadline), "the LP solution rounded", deadline)
+    if best.x is None and not past(deadline):  # the LP has no basis without artificial columns yet
+        best.polish(greedy(view, comm), "greedy", deadline)
+    best.offer()
     cg.run(deadline)
     proved = cg.result()
     if proved.status == "infeasible":
         return MethodResult(best.report("infeasible", proved.message), None)
     best.bound = proved.bound
-    notes.append(proved.message)
     gap = solve_options.gap
-    if not past(deadline):
-        rounded = cg.rounded(deadline)
-        best.consider(rounded, "the LP solution rounded")
-        if rounded is not None:
-            best.consider(improve(view, rounded, comm, deadline=deadline)[0], "the LP solution rounded + exchange")
+    if cg.converged and not past(deadline):
+        best.polish(cg.rounded(deadline), "the LP solution rounded", deadline)
     if best.bound is not None and best.x is not None and best.value > best.bound * (1 + gap) and not past(deadline):
-        mip = cg.integer(deadline, best.x, gap, MAX_NODES)
-        best.consider(mip, "the ILP over the generated columns")
-        if mip is not None:
-            best.consider(improve(view, mip, comm, deadline=deadline)[0], "the ILP over the generated columns + exchange")
+        best.offer()
+        best.polish(cg.integer(deadline, best.x, gap, MAX_NODES), "the ILP over the generated columns", deadline)
+    notes = [proved.message]
     if past(deadline):
         notes.append("cut short by the time limit: the best answer and bound so far")
     if best.x is None:

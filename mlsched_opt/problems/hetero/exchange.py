@@ -163,6 +163,8 @@ def improve(view: HeteroView, x: np.ndarray, comm: str, split: str = "proportion
             max_moves: int | None = None) -> tuple[np.ndarray, dict[str, int | bool]]:
     """Steepest exchange descent from the feasible allocation ``x``; the allocation it ends at and its
     counters (``moves``; ``time_limit_reached`` when the deadline, not a local optimum, ended it)."""
+    if past(deadline):  # building the move tables alone costs a JCT per job and move
+        return np.array(x, dtype=np.int64, copy=True), {"moves": 0, "time_limit_reached": True}
     search = Exchange(view, x, comm, split)
     limit = MOVES_PER_JOB * view.S if max_moves is None else max_moves
     moves, cut = 0, False
