@@ -110,8 +110,8 @@ class Group:
 @dataclass
 class Priced:
     """One pricing pass: per job its minimum (a lower bound, exact where ``exact``), its best
-    enumerated column (``vec`` in the view's classes, ``cost`` its true ``J / S``) and that
-    column's value ``cost + p . vec``."""
+    known column (``vec`` in the view's classes, ``cost`` its ``J / S``) and that column's value
+    ``cost + p . vec``."""
 
     bound: np.ndarray
     exact: np.ndarray
