@@ -155,6 +155,17 @@ def test_alibaba_cluster_answer_is_checked_and_certified_by_the_bound(alibaba_60
     json.dumps(sol.to_dict(), allow_nan=False)
 
 
+def test_exact_on_the_alibaba_cluster_answers_by_column_generation(alibaba_600):
+    """The configuration ILP over 10^16 vectors per job was refused (an OptionError, exit 2); the
+    exact method now brackets the optimum by column generation and price-and-branch."""
+    inst = load_instance(alibaba_600)
+    sol = FAMILY.run(inst, "exact", SolveOptions(time_limit=120))
+    result = check_solution(inst, sol)
+    assert sol.report.status == "feasible" and result.feasible and "column generation" in sol.report.message
+    assert sol.report.bound is not None and sol.report.bound <= result.objective * (1 + 1e-9)
+    assert result.objective <= sol.report.bound * (1 + 1e-6)
+
+
 def test_alibaba_sampling_cut_short_still_answers(alibaba_600):
     inst = load_instance(alibaba_600)
     sol = FAMILY.run(inst, "sampling", SolveOptions(time_limit=1e-6, seed=0))
