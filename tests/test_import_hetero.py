@@ -26,7 +26,7 @@ FAMILY = get_family("hetero")
 #: every method but brute-force ((S+1)^K assignments, K <= 10), which runs on the 8-GPU imports
 #: below.  random and sampling draw job sizes within the trace's GPU counts (mostly 1), where
 #: uniform draws over all categories are nearly all rejected (scheme.sample_categories falls back)
-ON_REAL_NODES = ["exact", "sampling", "market", "bundles", "greedy", "random", "equal-share", "no-balance"]
+ON_REAL_NODES = ["exact", "sampling", "sampling-ls", "market", "bundles", "greedy", "random", "equal-share", "no-balance"]
 EVERY = sorted(FAMILY.methods)
 ALIBABA_GPUS = {"G2": 4392, "T4": 842, "G3": 312, "P100": 265, "V100M32": 204, "V100M16": 195, "A10": 2}
 

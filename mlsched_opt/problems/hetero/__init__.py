@@ -7,8 +7,10 @@ design.  Every job starts at once on a disjoint set of GPUs; its global batch is
 proportion to speed (Lemma 1, integer batches); ring all-reduce communication; minimize the
 average JCT.
 
-Methods: ``exact`` (configuration ILP, HiGHS or CP-SAT), ``market`` (every job-size category,
-matching market per category), ``sampling`` (sampled categories + local search), ``bundles``
+Methods: ``exact`` (configuration ILP, HiGHS or CP-SAT, where it fits; column generation with
+exact pricing and price-and-branch beyond: :mod:`.exact`), ``market`` (every job-size category,
+matching market per category), ``sampling`` (sampled categories + local search),
+``sampling-ls`` (the sampled answer improved by exchanges of GPUs between jobs), ``bundles``
 (Variant A, exact by bundle categories), ``brute-force`` (tiny clusters), and the baselines
 ``greedy``, ``random``, ``equal-share``, ``no-balance``.  Real traces (``mlsched import
 alibaba|philly|pollux --problem hetero``): :mod:`.trace`.
@@ -29,6 +31,7 @@ from .options import (
     MAX_SAMPLES,
     MAX_STARTS,
     SAMPLING_GUARANTEE,
+    SAMPLING_LS_GUARANTEE,
     VALUATIONS,
 )
 from .trace import OPTIONS as TRACE_OPTIONS
@@ -49,9 +52,15 @@ FAMILY = Family(
     diagnose=L("formulation:diagnose"),
     relaxation=L("formulation:lp_relaxation"),
     algorithms=(
+        Method("exact", MethodKind.EXACT, L("exact:exact_method"),
+               "the configuration ILP (--solver, --gap) where it fits; beyond, with HiGHS, column generation with exact pricing "
+               "(the proven bound) and the ILP over the generated columns"),
         Method("sampling", MethodKind.HEURISTIC, L("methods:run_sampling"),
                "M sampled job-size categories + equal share, market per category, local search (seeded)",
                guarantee=SAMPLING_GUARANTEE),
+        Method("sampling-ls", MethodKind.HEURISTIC, L("methods:run_sampling_ls"),
+               "sampling, then exchanges of GPUs between jobs (moves of 1, 2, 4, ... GPUs, type swaps) while they help; our design",
+               guarantee=SAMPLING_LS_GUARANTEE),
         Method("market", MethodKind.HEURISTIC, L("methods:run_market"),
                "every job-size category, matching market per category (JCT-gradient valuation, R rounds)",
                guarantee=MARKET_GUARANTEE),

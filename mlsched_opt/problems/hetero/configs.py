@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import OptionError
+from ...errors import ModelTooLarge
 from ...io.solution import plain
 from .timing import batch_split, fair_share_jct, fairness, jct, jct_rows
 from .view import HeteroView
@@ -32,8 +32,10 @@ def all_vectors(counts: np.ndarray) -> np.ndarray:
     """Every ``n`` with ``0 <= n <= counts``, shape (prod(counts + 1), G), mixed-radix order."""
     size = vector_count(counts)
     if size > MAX_CONFIGS:
-        raise OptionError(f"{magnitude(size)} worker-count vectors per job: too many to enumerate for the exact model, its LP bound "
-                          f"and the oracles; use --method sampling (no bound at this size)", field="--method")
+        # a size refusal, not a plain option error: an anytime exact method then answers without this model
+        raise ModelTooLarge(f"{magnitude(size)} worker-count vectors per job: too many to enumerate for the configuration ILP "
+                            "and the oracles; --method exact (with HiGHS) answers by column generation, or use --method "
+                            "sampling", field="--method")
     grids = np.indices(tuple(int(c) + 1 for c in counts)).reshape(len(counts), -1).T
     return np.ascontiguousarray(grids, dtype=np.int64)
 

@@ -67,20 +67,20 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
 
 
 def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
-    """The configuration ILP's LP relaxation, or a Lagrangian bound on it at scale (:mod:`.bound`).
+    """The configuration ILP's LP relaxation by column generation with exact pricing (:mod:`.bound`),
+    or, when the time limit stops it first, the best Lagrangian bound it proved (status ``feasible``).
 
-    Columns per job are only the vectors within its size range (the LP of :func:`build_model`,
-    which a test checks), built as arrays and solved by HiGHS directly; jobs with too many such
-    vectors are priced by a continuous relaxation inside column generation, whose Lagrangian
-    value bounds the optimum from below at every round.  Everything, view and columns included,
-    stops at ``solve_options.time_limit``: then no bound (``time-limit-no-solution``).
+    The columns are built as arrays and the master solved by HiGHS directly; the pricing covers
+    every vector within each job's size range (the LP of :func:`build_model`, which a test checks).
+    Everything, view included, stops at ``solve_options.time_limit``: then, before a first bound,
+    none (``time-limit-no-solution``).
     """
     start = time.perf_counter()
     view = hetero_view(instance)
     result = configuration_bound(view, options["comm"], solve_options.time_limit, start)
     status = {"optimal": "optimal", "bound": "feasible", "infeasible": "infeasible"}.get(result.status, "time-limit-no-solution")
     value = result.bound if status in ("optimal", "feasible") else None
-    solver = "highs (configuration LP, direct)" if result.status == "optimal" else "highs (configuration LP, column generation)"
+    solver = "highs (configuration LP, column generation)" if result.status == "optimal" else "highs (Lagrangian bound, column generation)"
     return SolveReport(status=status, objective=value, bound=value, sense="min", solver=solver,
                        solver_version=highspy_version(), options={"time_limit": solve_options.time_limit},
                        build_s=0.0, solve_s=time.perf_counter() - start, message=result.message)

@@ -16,6 +16,7 @@ from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
 from .baselines import greedy, random_placement
 from .configs import JctTable, decision, magnitude
+from .exchange import improve
 from .formulation import diagnose
 from .oracles import brute_force, variant_a
 from .scheme import (
@@ -172,6 +173,19 @@ def run_sampling(instance: Instance, options: Mapping[str, Any], solve_options: 
     view = hetero_view(instance)
     x, stats = _sampled(view, options, solve_options.seed, "proportional", search_deadline(view, start, solve_options.time_limit))
     return _finish(view, x, {**options, "seed": solve_options.seed}, "sampling", start, stats=stats)
+
+
+def run_sampling_ls(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    """``sampling``'s answer improved by the exchange search (:mod:`.exchange`) in the time left."""
+    start = time.perf_counter()
+    view = hetero_view(instance)
+    deadline = search_deadline(view, start, solve_options.time_limit)
+    x, stats = _sampled(view, options, solve_options.seed, "proportional", deadline)
+    if x is not None:
+        x, moved = improve(view, x, options["comm"], deadline=deadline)
+        stats["exchange_moves"] = moved["moves"]
+        stats["time_limit_reached"] = bool(stats.get("time_limit_reached")) or bool(moved["time_limit_reached"])
+    return _finish(view, x, {**options, "seed": solve_options.seed}, "sampling-ls", start, stats=stats)
 
 
 def run_no_balance(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:

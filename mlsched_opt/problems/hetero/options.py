@@ -13,6 +13,9 @@ MARKET_GUARANTEE = ("per category, the market allocation maximizes total valuati
 SAMPLING_GUARANTEE = ("if a fraction phi of categories is within 1+eps of OPT, M uniform samples miss them all with "
                       "probability <= (1-phi)^M (spec 3.4); no worst-case ratio")
 
+SAMPLING_LS_GUARANTEE = ("none: the exchange search ends at a local optimum of its moves, never worse than the sampled "
+                        "answer it starts from (our design)")
+
 EXACT_GUARANTEE = "exact: OPT (Shapley-Shubik within each category, every category solved)"
 
 #: Option domains (``--set``): far above any useful value, small enough that no list or array
