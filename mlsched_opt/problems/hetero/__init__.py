@@ -49,8 +49,8 @@ FAMILY = Family(
     sense=lambda options: "min",
     generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
-    diagnose=L("formulation:diagnose"),
-    relaxation=L("formulation:lp_relaxation"),
+    diagnose=L("configs:diagnose"),
+    relaxation=L("bound:lp_relaxation"),
     algorithms=(
         Method("exact", MethodKind.EXACT, L("exact:exact_method"),
                "the configuration ILP (--solver, --gap) where it fits; beyond, with HiGHS, column generation with exact pricing "

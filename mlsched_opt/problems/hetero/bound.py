@@ -26,15 +26,19 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import highspy
 import numpy as np
 
-from ...solvers.highs_lp import use_threads
+from ...io.instance import Instance
+from ...report import SolveOptions, SolveReport
+from ...solvers.highs_lp import highspy_version, use_threads
 from .pricing import Pricer, bounded_count, bounded_vectors
 from .timing import jct_rows
-from .view import HeteroView
+from .view import HeteroView, hetero_view
 
 #: Column generation rounds at most (each one master solve and one pricing pass): a work limit.
 MAX_CG_ROUNDS = 200
@@ -378,3 +382,23 @@ def configuration_bound(view: HeteroView, comm: str, time_limit: float, start: f
 
 
 __all__ = ["BoundResult", "ColumnGeneration", "Columns", "bounded_count", "bounded_vectors", "configuration_bound"]
+
+
+def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
+    """The configuration ILP's LP relaxation by column generation with exact pricing (:mod:`.bound`),
+    or, when the time limit stops it first, the best Lagrangian bound it proved (status ``feasible``).
+
+    The columns are built as arrays and the master solved by HiGHS directly; the pricing covers
+    every vector within each job's size range (the LP of :func:`build_model`, which a test checks).
+    Everything, view included, stops at ``solve_options.time_limit``: then, before a first bound,
+    none (``time-limit-no-solution``).
+    """
+    start = time.perf_counter()
+    view = hetero_view(instance)
+    result = configuration_bound(view, options["comm"], solve_options.time_limit, start)
+    status = {"optimal": "optimal", "bound": "feasible", "infeasible": "infeasible"}.get(result.status, "time-limit-no-solution")
+    value = result.bound if status in ("optimal", "feasible") else None
+    solver = "highs (configuration LP, column generation)" if result.status == "optimal" else "highs (Lagrangian bound, column generation)"
+    return SolveReport(status=status, objective=value, bound=value, sense="min", solver=solver,
+                       solver_version=highspy_version(), options={"time_limit": solve_options.time_limit},
+                       build_s=0.0, solve_s=time.perf_counter() - start, message=result.message)

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelTooLarge
+from ...io.instance import Instance
 from ...io.solution import plain
 from .timing import batch_split, fair_share_jct, fairness, jct, jct_rows
-from .view import HeteroView
+from .view import HeteroView, hetero_view
 
 #: Refuse to enumerate more configurations per job than this (the exact model would not build).
 MAX_CONFIGS = 2_000_000
@@ -136,3 +137,26 @@ def decision(view: HeteroView, x: np.ndarray, options: Mapping[str, Any], split:
     if stats:
         extra["stats"] = dict(stats)
     return plain({"admitted": [j.id for j in view.jobs], "placement": placement, "extra": extra})
+
+
+def config_table(view: HeteroView, comm: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per job: the configurations it can run on and their JCTs (the ILP's columns)."""
+    vectors, table = ranged_table(view, comm)
+    return [(vectors[np.isfinite(row)], row[np.isfinite(row)]) for row in table]
+
+
+def diagnose(instance: Instance, options: Mapping[str, Any]) -> str | None:
+    """Why the instance is infeasible (called once a solve or an exhaustive search proved it is)."""
+    view = hetero_view(instance)
+    need = sum(j.k_range[0] for j in view.jobs)
+    if need > view.K:
+        return f"the jobs need at least {need} GPUs together (workers.min), the cluster has {view.K}"
+    table = config_table(view, options["comm"])
+    for job, (configs, _) in zip(view.jobs, table):
+        if len(configs) == 0:
+            return f"job {job.id} has no feasible worker set (memory caps, GPU models, or workers range)"
+    fewest = [int(configs.sum(axis=1).min()) for configs, _ in table]
+    if sum(fewest) > view.K:
+        return (f"with their memory caps, GPU models and ranges the jobs need at least {sum(fewest)} GPUs together, "
+                f"the cluster has {view.K}")
+    return "no combination of the jobs' feasible worker sets (memory caps, GPU models, ranges) fits the cluster together"

@@ -11,7 +11,6 @@ answers on clusters too large to prove.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,17 +18,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ...io.instance import Instance
-from ...solvers import SolveOptions, SolveReport
-from ...solvers.highs_lp import highspy_version
-from .bound import configuration_bound
-from .configs import decision, ranged_table
-from .view import HeteroView, hetero_view
-
-
-def config_table(view: HeteroView, comm: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per job: the configurations it can run on and their JCTs (the ILP's columns)."""
-    vectors, table = ranged_table(view, comm)
-    return [(vectors[np.isfinite(row)], row[np.isfinite(row)]) for row in table]
+from .configs import config_table, decision
+from .view import hetero_view
 
 
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
@@ -66,26 +56,6 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
     return m
 
 
-def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
-    """The configuration ILP's LP relaxation by column generation with exact pricing (:mod:`.bound`),
-    or, when the time limit stops it first, the best Lagrangian bound it proved (status ``feasible``).
-
-    The columns are built as arrays and the master solved by HiGHS directly; the pricing covers
-    every vector within each job's size range (the LP of :func:`build_model`, which a test checks).
-    Everything, view included, stops at ``solve_options.time_limit``: then, before a first bound,
-    none (``time-limit-no-solution``).
-    """
-    start = time.perf_counter()
-    view = hetero_view(instance)
-    result = configuration_bound(view, options["comm"], solve_options.time_limit, start)
-    status = {"optimal": "optimal", "bound": "feasible", "infeasible": "infeasible"}.get(result.status, "time-limit-no-solution")
-    value = result.bound if status in ("optimal", "feasible") else None
-    solver = "highs (configuration LP, column generation)" if result.status == "optimal" else "highs (Lagrangian bound, column generation)"
-    return SolveReport(status=status, objective=value, bound=value, sense="min", solver=solver,
-                       solver_version=highspy_version(), options={"time_limit": solve_options.time_limit},
-                       build_s=0.0, solve_s=time.perf_counter() - start, message=result.message)
-
-
 def decision_from_model(instance: Instance, options: Mapping[str, Any], model: pyo.ConcreteModel) -> dict[str, Any]:
     view, table = model._hetero
     x = np.zeros((view.S, view.G), dtype=np.int64)
@@ -93,20 +63,3 @@ def decision_from_model(instance: Instance, options: Mapping[str, Any], model: p
         if pyo.value(model.y[i, k]) > 0.5:
             x[i] = table[i][0][k]
     return decision(view, x, options)
-
-
-def diagnose(instance: Instance, options: Mapping[str, Any]) -> str | None:
-    """Why the instance is infeasible (called once a solve or an exhaustive search proved it is)."""
-    view = hetero_view(instance)
-    need = sum(j.k_range[0] for j in view.jobs)
-    if need > view.K:
-        return f"the jobs need at least {need} GPUs together (workers.min), the cluster has {view.K}"
-    table = config_table(view, options["comm"])
-    for job, (configs, _) in zip(view.jobs, table):
-        if len(configs) == 0:
-            return f"job {job.id} has no feasible worker set (memory caps, GPU models, or workers range)"
-    fewest = [int(configs.sum(axis=1).min()) for configs, _ in table]
-    if sum(fewest) > view.K:
-        return (f"with their memory caps, GPU models and ranges the jobs need at least {sum(fewest)} GPUs together, "
-                f"the cluster has {view.K}")
-    return "no combination of the jobs' feasible worker sets (memory caps, GPU models, ranges) fits the cluster together"

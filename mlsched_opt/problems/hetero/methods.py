@@ -15,10 +15,8 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
 from .baselines import greedy, random_placement
-from .configs import JctTable, decision, magnitude
+from .configs import JctTable, decision, diagnose, magnitude
 from .exchange import improve
-from .formulation import diagnose
-from .oracles import brute_force, variant_a
 from .scheme import (
     Market,
     best_category,
@@ -217,6 +215,8 @@ def run_random(instance: Instance, options: Mapping[str, Any], solve_options: So
 
 
 def run_bundles(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    from .oracles import variant_a  # SciPy and the market: only for the oracles
+
     start = time.perf_counter()
     view = hetero_view(instance)
     if not _placeable(view):
@@ -229,6 +229,8 @@ def run_bundles(instance: Instance, options: Mapping[str, Any], solve_options: S
 
 def run_brute(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     start = time.perf_counter()
+    from .oracles import brute_force
+
     view = hetero_view(instance)
     # not placeable: no category exists, so no assignment of GPUs to jobs can be feasible
     x, complete = brute_force(view, options["comm"], start + solve_options.time_limit) if _placeable(view) else (None, True)

@@ -43,7 +43,6 @@ import numpy as np
 
 from ...errors import OptionError
 from .configs import JctTable, magnitude
-from .market import allocate
 from .timing import jct_rows
 from .view import HeteroView
 
@@ -102,7 +101,7 @@ class Market:
         for _ in range(self.rounds if self.valuation == "gradient" else 1):
             if self.valuation == "gradient":
                 gamma = (self._weight / xhat ** 2)[:, None] * self._rho
-            x = allocate(gamma + self._gamma_mask, kappa, self.view.counts, self.engine)
+            x = _allocate()(gamma + self._gamma_mask, kappa, self.view.counts, self.engine)
             if x is None:
                 break
             if best[1] is not None and np.array_equal(x, best[1]):
@@ -138,7 +137,7 @@ class Market:
             rows = np.repeat(members, len(bundles))
             cost = jct_rows(self.view, rows, np.tile(bundles, (len(members), 1)), self.comm, self.split)
             gain = -cost.reshape(len(members), len(bundles))
-            pick = allocate(np.where(np.isfinite(gain), gain, -np.inf), np.ones(len(members), dtype=np.int64), mult, "transport")
+            pick = _allocate()(np.where(np.isfinite(gain), gain, -np.inf), np.ones(len(members), dtype=np.int64), mult, "transport")
             if pick is None:
                 continue
             y[members] = bundles[pick.argmax(axis=1)]
@@ -165,7 +164,7 @@ class Market:
                     trial = floors.copy()
                     trial[i] = level
                     mask = np.where(bw[None, :] >= trial[:, None], 0.0, -np.inf)
-                    x = allocate(gamma + self._gamma_mask + mask, kappa, self.view.counts, self.engine)
+                    x = _allocate()(gamma + self._gamma_mask + mask, kappa, self.view.counts, self.engine)
                     if x is None:
                         continue
                     avg = float(self.jct_table(x).mean())
@@ -396,3 +395,11 @@ def best_category(market: Market, categories: Iterable[tuple[int, ...]]) -> tupl
         if v < value:
             best, value = sizes, v
     return best
+
+
+def _allocate():
+    """:func:`.market.allocate`, imported when a market first runs (it needs OR-Tools and SciPy, which the
+    greedy baseline, the exact method's quick start, does not)."""
+    from .market import allocate
+
+    return allocate
