@@ -31,8 +31,15 @@ The package is laid out by concern:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import time
+
+#: when the package was first imported (the interpreter's first step into our code): ``mlsched``'s
+#: clock counts from the process start, but not from before an exec that started us late
+#: (:func:`mlsched_opt.cli.command_age`)
+_IMPORTED = time.perf_counter()
+
+import importlib  # noqa: E402 -- after the timestamp, which must come first
+from typing import Any  # noqa: E402
 
 __version__ = "0.2.0"
 
@@ -40,14 +47,14 @@ __version__ = "0.2.0"
 _FACADE = {
     "load": "mlsched_opt.facade:load",
     "solve": "mlsched_opt.pipeline:solve",
-    "compare": "mlsched_opt.pipeline:compare",
+    "compare": "mlsched_opt.comparison:compare",
     "check": "mlsched_opt.pipeline:check",
     "generate": "mlsched_opt.facade:generate",
     "import_trace": "mlsched_opt.facade:import_trace",
     "families": "mlsched_opt.facade:families",
     "family": "mlsched_opt.facade:family",
     "Run": "mlsched_opt.pipeline:Run",
-    "Comparison": "mlsched_opt.pipeline:Comparison",
+    "Comparison": "mlsched_opt.comparison:Comparison",
     "Instance": "mlsched_opt.io.instance:Instance",
     "Solution": "mlsched_opt.io.solution:Solution",
     "CheckResult": "mlsched_opt.checking.core:CheckResult",

@@ -1,3 +1,3 @@
-from .cli import console_main
+from .entry import main
 
-console_main()
+main()

@@ -29,23 +29,45 @@ def generate(problem: str, *, jobs: int, servers: int, seed: int, slots: int | N
              options: Mapping[str, Any] | None = None, catalog: str | Path | None = None) -> Instance:
     """A random instance of ``problem``, as ``mlsched generate`` writes it (same seed, same instance);
     ``options`` are the family's generator options (``mlsched info`` lists them)."""
-    from .errors import OptionError
     from .io import from_document, load_catalog
+
+    cat = load_catalog(catalog)
+    return from_document(generated_document(problem, jobs, servers, seed, slots, options, cat), catalog=cat)
+
+
+def check_sizes(sizes: Mapping[str, int | None], prefix: str = "") -> None:
+    """Sizes asked for (``jobs``, ``servers``, ``slots``) at least 1 and within the limits, refused before
+    anything is drawn or read; the field is named ``prefix + name`` (``--jobs`` on the command line)."""
+    from .errors import OptionError
     from .io.files import limits, over_limit
+
+    caps = limits()
+    for name, value in sizes.items():
+        if value is None:
+            continue
+        if value < 1:
+            raise OptionError(f"{name} must be >= 1, got {value}", field=prefix + name)
+        if value > caps[name]:
+            raise over_limit(name, value, f"the number of {name}", None, prefix + name)
+
+
+def generated_document(problem: str, jobs: int, servers: int, seed: int, slots: int | None,
+                       options: Mapping[str, Any] | None, catalog: Any, prefix: str = "") -> dict[str, Any]:
+    """The instance document ``mlsched generate`` writes and :func:`generate` reads, validated (a
+    generator's bug must not produce an invalid file); fields named with ``prefix``."""
+    from .errors import OptionError
+    from .io import from_document
     from .problems import GenerateSpec, get_family
 
     if seed < 0:
-        raise OptionError(f"seed must be >= 0, got {seed}", field="seed")
-    caps = limits()
-    for name, value in (("jobs", jobs), ("servers", servers), ("slots", slots)):
-        if value is not None and (value < 1 or value > caps[name]):
-            if value < 1:
-                raise OptionError(f"{name} must be >= 1, got {value}", field=name)
-            raise over_limit(name, value, f"the number of {name}", None, name)
+        raise OptionError(f"seed must be >= 0, got {seed}", field=prefix + "seed")
+    check_sizes({"jobs": jobs, "servers": servers, "slots": slots}, prefix)
     family = get_family(problem)
-    cat = load_catalog(catalog)
-    spec = GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=family.parse_generate_options(dict(options or {})))
-    return from_document(family.generate(spec, cat), catalog=cat)
+    spec = GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots,
+                        options=family.parse_generate_options(dict(options or {})))
+    doc = family.generate(spec, catalog)
+    from_document(doc, catalog=catalog)
+    return doc
 
 
 def import_trace(source: str, problem: str, *, jobs: int | None = None, servers: int | None = None, slots: int | None = None,

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clock import BOUND_SHARE, CHECK_WAIT_SHARE, CommandClock, default_threads, watching
-from .errors import InstanceError, OptionError, UserError
+from .errors import OptionError
 from .report import SolveOptions, SolveReport, approximation_ratio
 
 if TYPE_CHECKING:  # the registry imports the families: loaded only when a run needs them
@@ -43,16 +43,14 @@ log = logging.getLogger(__name__)
 
 def family_for(instance: Instance, problem: str | None = None) -> Family:
     """The family of a run: ``problem`` if given, else the instance's own ``problem`` field."""
-    from .problems import get_family, problem_names, unknown_problem_text
+    from .problems import get_family, known_problem
 
     if problem:
         return get_family(problem)
     name = instance.default_problem
     if not name:
         raise OptionError("no problem given and the instance names none (set `problem` in the file)", field="--problem")
-    if name not in problem_names():  # the file's field is wrong, not a flag the user did not pass
-        raise InstanceError(unknown_problem_text(name), instance.file, "problem")
-    return get_family(name)
+    return get_family(known_problem(name, instance.file))  # the file's field is wrong, not a flag the user did not pass
 
 
 def solve_options(solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6, threads: int | None = None,
@@ -191,8 +189,9 @@ class Run:
 
     def save(self, path: str | Path) -> None:
         """Write the solution file (JSON, atomically; never onto the instance file)."""
-        if Path(path).suffix.lower() != ".json":
-            raise OptionError(f"solution files are JSON: {str(path)!r} must end in .json", field="--out")
+        from .io.solution import require_json
+
+        require_json(path)
         self.solution.write(path, [self.instance.file] if self.instance.file else [])
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,7 +220,10 @@ class Run:
         from .report import approximation_ratio
 
         value = self.check.objective if self.check is not None and self.check.feasible else None
-        other = reference.check.objective if isinstance(reference, Run) and reference.check is not None else reference
+        if isinstance(reference, Run):  # another answer counts only as the checker judged it
+            other = reference.check.objective if reference.check is not None and reference.check.feasible else None
+        else:
+            other = reference
         if value is None or other is None or isinstance(other, Run):
             return None
         return approximation_ratio(value, float(other), self.report.sense)
@@ -305,7 +307,10 @@ def solve(instance: Instance | str | Path, method: str = "exact", *, problem: st
     check = tracker.check(sol)
     # a method that proved its own bound keeps it: an oracle's optimum is its own bound, and its
     # bound when stopped early is not replaced by a relaxation's (which is not compared with it)
-    if with_bound and (check is None or check.feasible) and sol.report.bound is None:
+    from .clock import stop_requested
+
+    if (with_bound and (check is None or check.feasible) and sol.report.bound is None and sol.report.has_solution
+            and not stop_requested()):
         tracker.phase = "the bound"
         sol = add_bound(fam, inst, opts, sol, dataclasses.replace(run_options, time_limit=clock.budget()))
         tracker.solution = sol
@@ -315,25 +320,19 @@ def solve(instance: Instance | str | Path, method: str = "exact", *, problem: st
 def add_bound(family: Family, instance: Instance, options: Mapping[str, Any], sol: Solution, solve_opts: SolveOptions) -> Solution:
     """``sol`` with the family's proven bound on the optimum in its report (an approximation's answer);
     a bound the checked answer beats is no bound, and the answer is then ``disputed``."""
+    from .problems.anytime import family_bound
     from .tolerances import better
 
     rep = sol.report
-    label = family.bound_label.replace(" (bound)", "")
-    try:
-        found = family.lp_bound(instance, options, solve_opts)
-    except UserError as exc:  # a model too large to build for the bound: the answer stands alone
-        return noted(sol, f"no bound: {exc.message()}")
-    except Exception as exc:
-        log.debug("the bound failed", exc_info=True)
-        return noted(sol, f"no bound: the {label} failed ({type(exc).__name__}: {exc})")
-    value = found.bound if found.status in ("optimal", "feasible") else None
-    if value is None:
-        return noted(sol, f"no bound: the {label} ended {found.status} in {found.wall_s:.2f} s")
+    found, note = family_bound(family, instance, options, solve_opts)
+    if found is None or found.bound is None:
+        return noted(sol, note)
+    value = found.bound
     # compare's rule: beaten beyond the solvers' accuracy, the bound is wrong
     if rep.objective is not None and better(rep.objective, value, rep.sense, solve_opts.gap):
+        label = family.bound_label.replace(" (bound)", "")
         return noted(sol, f"the {label} {value:.6g} is beaten by the checked answer {rep.objective:.6g}: it is not a "
                           f"bound (a defect of the relaxation or the solver; please report it)", status="disputed")
-    note = f"bound {value:.6g} by the {label} ({found.solver}, {found.wall_s:.2f} s)"
     if rep.objective is not None:
         note += f": ratio <= {approximation_ratio(rep.objective, value, rep.sense):.6g} (certified)"
     return noted(sol, note, bound=value, solve_s=rep.solve_s + found.wall_s)
@@ -358,111 +357,11 @@ def check(instance: Instance | str | Path, solution: Solution | str | Path, *, p
     options, over the instance's own; never the solution's) and the decision."""
     from .io import load_instance
     from .io.solution import read_solution
-    from .problems import check_solution, problem_names, unknown_problem_text
+    from .problems import check_solution, known_problem
 
     inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
     sol = read_solution(solution) if isinstance(solution, (str, Path)) else solution
-    if sol.problem not in problem_names():
-        where = str(solution) if isinstance(solution, (str, Path)) else None
-        raise InstanceError(unknown_problem_text(sol.problem), where, "problem")
+    known_problem(sol.problem, str(solution) if isinstance(solution, (str, Path)) else None)
     if problem is not None and problem != sol.problem:
         raise OptionError(f"the solution is for problem {sol.problem!r}, not {problem!r}", field="--problem")
     return check_solution(inst, sol, dict(options or {}))
-
-
-@dataclass
-class Comparison:
-    """Several methods on one instance, each answer checked, with ratios to the proven optimum (or,
-    when none is proven, to the best proven bound: ``ratio_is_bound``), as ``mlsched compare`` prints.
-
-    ``rows`` are the runs in the order asked, then the family's bound (``method == "lp"``); a run
-    whose method or solver failed is a row with status ``error`` and the message, never a lost table.
-    """
-
-    instance: Instance
-    family: Family
-    options: Mapping[str, Any]
-    rows: list[Any]
-    gap: float = 1e-6
-
-    @property
-    def runs(self) -> list[Run]:
-        """Each method's whole answer (its decision, its check), in the order of the rows."""
-        return [r.run for r in self.rows if r.run is not None]
-
-    def run(self, label: str) -> Run:
-        """The answer of the row labelled ``label`` (``"ffd"``, ``"exact (highs)"``)."""
-        for r in self.rows:
-            if r.label == label and r.run is not None:
-                return r.run
-        raise KeyError(f"no run labelled {label!r}; the rows are {', '.join(r.label for r in self.rows)}")
-
-    @property
-    def disputed(self) -> list[Any]:
-        return [r for r in self.rows if r.report.status == "disputed"]
-
-    @property
-    def failed(self) -> list[Any]:
-        """Rows that need attention: a rejected decision, a dispute, an error."""
-        return [r for r in self.rows if (r.check is not None and not r.check.feasible) or r.report.status in ("disputed", "error")]
-
-    def to_dict(self) -> list[dict[str, Any]]:
-        return [r.to_dict() for r in self.rows]
-
-    def to_frame(self):
-        """A pandas DataFrame, one row per run (and the bound's row)."""
-        import pandas as pd
-
-        return pd.DataFrame([_flat(r.to_dict()) for r in self.rows])
-
-    def __repr__(self) -> str:
-        return f"Comparison({self.family.name} on {self.instance.name!r}: {', '.join(f'{r.label} {r.report.status}' for r in self.rows)})"
-
-    def header(self) -> str:
-        from .render import fmt
-
-        opts = ", ".join(f"{k}={fmt(v)}" for k, v in self.options.items())
-        return (f"{self.family.name} on {self.instance.name} ({len(self.instance.jobs)} jobs, {len(self.instance.servers)} servers; "
-                f"{opts}; sense {self.family.sense(self.options)}; gap {self.gap:g})")
-
-    def __str__(self) -> str:
-        from .bench.compare import format_table
-
-        return "\n".join([self.header(), format_table(self.rows),
-                          "ratio: how far from the proven optimum (1 = optimal); '<=' when only a bound is proven"])
-
-    def _repr_html_(self) -> str:
-        import html
-
-        return f"<p>{html.escape(self.header())}</p>" + self.to_frame().to_html(index=False)
-
-
-def compare(instance: Instance | str | Path, methods: list[str] | tuple[str, ...] | None = None, *, problem: str | None = None,
-            solvers: tuple[str, ...] | list[str] = ("highs", "cpsat"), solver: str = "highs", time_limit: float = 60.0,
-            gap: float = 1e-6, threads: int | None = None, seed: int = 0, certify: bool = True, bound: bool = True,
-            options: Mapping[str, Any] | None = None, catalog: str | None = None, progress: Any = None) -> Comparison:
-    """Run ``methods`` on ``instance`` (default: every method of the family but oracles and those whose
-    extra is not installed), the exact method once per solver in ``solvers``; check every answer,
-    dispute a claimed optimum that a checked answer beats, add the family's bound, and rate every
-    answer.  ``time_limit`` is per run; ``progress(text)`` hears which run starts."""
-    from .bench.compare import compare as compare_rows
-    from .io import load_instance
-
-    inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
-    fam = family_for(inst, problem)
-    names = list(methods) if methods else [m.name for m in fam.methods.values() if m.kind != "oracle" and m.available]
-    pairs: list[tuple[str, str]] = []
-    for name in names:
-        m = fam.method(name.strip())
-        pairs += [(m.name, s) for s in solvers] if m.kind == "exact" else [(m.name, solver)]
-    for _, s in pairs:
-        solve_options(s, time_limit, gap, threads, seed)  # every solver named is known and installed, before any run
-    opts = fam.resolve_options(inst, dict(options or {}))
-    rows = compare_rows(inst, fam, pairs, opts, solve_options(solver, time_limit, gap, threads, seed, certify), lp_bound=bound,
-                        progress=progress)
-    for row in rows:  # each run as the table judged it: its dispute, its ratio to the comparison's reference
-        if row.run is not None:
-            row.run.solution = dataclasses.replace(row.run.solution, report=row.report)
-            row.run.ratio, row.run.ratio_is_bound = row.ratio, row.ratio_is_bound
-            row.run.label = row.label
-    return Comparison(inst, fam, opts, rows, gap)

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from mlsched_opt.bench.compare import approximation_ratio
+from mlsched_opt.comparison import approximation_ratio
 from mlsched_opt.errors import InstanceError, OptionError
 from mlsched_opt.io import from_document, load_catalog, load_instance, write_document
 from mlsched_opt.io.instance import Instance

@@ -845,7 +845,7 @@ def test_the_standalone_bound_is_below_every_checked_online_answer_and_compare_r
         sol = FAMILY.run(inst, method, SolveOptions(time_limit=60), {})
         check = check_solution(inst, sol)
         assert check.feasible and bound <= check.objective * (1 + 1e-9), method
-    from mlsched_opt.bench.compare import compare as run_compare
+    from mlsched_opt.comparison import compare_rows as run_compare
 
     rows = {r.label: r for r in run_compare(inst, FAMILY, [("standalone", "highs")], {}, SolveOptions(time_limit=60))}
     assert rows["standalone (bound)"].report.objective == pytest.approx(bound)

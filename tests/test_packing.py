@@ -7,9 +7,9 @@ import copy
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mlsched_opt.bench import approximation_ratio
 from mlsched_opt.io import from_document, load_instance
 from mlsched_opt.problems import GenerateSpec, check_solution, get_family
+from mlsched_opt.report import approximation_ratio
 from mlsched_opt.solvers import SolveOptions
 
 from .conftest import DEMO

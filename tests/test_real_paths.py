@@ -230,7 +230,7 @@ def test_compare_on_an_alibaba_packing_import_keeps_its_highs_row(run, alibaba_p
 
 
 def test_compare_keeps_the_finished_rows_when_a_solver_or_method_fails(monkeypatch):
-    from mlsched_opt.bench.compare import compare, exit_code, format_table
+    from mlsched_opt.comparison import compare_rows as compare, exit_code, format_table
     from mlsched_opt.errors import SolverUnavailable
     from mlsched_opt.io import load_instance
     from mlsched_opt.problems import get_family

@@ -9,8 +9,8 @@ import pyomo.environ as pyo
 import pytest
 
 from mlsched_opt.bench import report
-from mlsched_opt.bench.compare import approximation_ratio
 from mlsched_opt.bench.tasks import COLUMNS
+from mlsched_opt.comparison import approximation_ratio
 from mlsched_opt.report import SolveOptions
 
 
@@ -110,7 +110,7 @@ def test_scips_sentinel_bound_is_dropped_whatever_the_race(monkeypatch):
 def test_compare_disputes_a_beaten_bound_and_takes_one_from_a_solve_with_no_incumbent():
     from types import SimpleNamespace
 
-    from mlsched_opt.bench.compare import Row, _fill_ratios
+    from mlsched_opt.comparison import Row, _fill_ratios
     from mlsched_opt.report import SolveReport
 
     def row(label, method, status, objective, bound, checked=None):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from ..cli.app import Verb, verb
+
 logger = logging.getLogger(__name__)
 
 EXAMPLES = """
@@ -36,7 +38,13 @@ def _summary_table(summary) -> str:
     return "\n".join(out)
 
 
-@click.command("bench", epilog=EXAMPLES)
+class BenchVerb(Verb):
+    """``bench`` ends through the interpreter's teardown: its process pools and Dask cluster shut down there."""
+
+    fast_exit = False
+
+
+@verb("bench", cls=BenchVerb, epilog=EXAMPLES)
 @click.argument("suite_file", metavar="SUITE")
 @click.option("--out", "out", required=True, metavar="DIR", help="Folder of the results (created if missing).")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,

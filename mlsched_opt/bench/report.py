@@ -168,8 +168,8 @@ def _dispute_optima(rows: list[dict[str, Any]], sense: str, gap: float) -> None:
     """compare's rule, on rows: a claimed optimum that fails the checker or that a checked answer beats."""
     from ..checking import CheckResult
     from ..checking.core import Violation
+    from ..comparison import Row, _dispute_beaten_optima
     from ..solvers import SolveReport
-    from .compare import Row, _dispute_beaten_optima
 
     answers = [r for r in rows if r["method"] != "lp" and r["status"] != "error"]
     built = []

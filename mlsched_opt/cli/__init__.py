@@ -18,25 +18,22 @@ from typing import Any
 
 import click
 
+from .. import _IMPORTED
 from .app import COMMAND, cli
+
+#: what the interpreter's own start may take before it imports the package, on a loaded machine
+_STARTUP_MAX_S = 0.5
+
 
 __all__ = ["cli", "console_main", "decision_table", "main"]
 
 
 def __getattr__(name: str) -> Any:
-    # what the package exported when it was one module: the decision table (now the library's) and the verbs
+    # what the package exported when it was one module (the decision table is the library's now)
     if name == "decision_table":
         from ..render import decision_table
 
         return decision_table
-    if name == "shorthand_options":
-        from .params import shorthand_options
-
-        return shorthand_options
-    from .app import VERBS
-
-    if name in VERBS or name == "import_":
-        return cli.get_command(click.Context(cli), "import" if name == "import_" else name)
     raise AttributeError(name)
 
 
@@ -62,6 +59,14 @@ def console_main() -> None:
         os._exit(code)
 
 
+def command_age(age: float) -> float:
+    """The process's age, unless it is older than our code by more than an interpreter's start: a
+    wrapper forked it, waited, then exec-ed us (``sh -c 'setup; exec mlsched ...'``), and the limit
+    counts from the exec, about when this package was imported."""
+    ours = time.perf_counter() - _IMPORTED
+    return min(age, ours + _STARTUP_MAX_S)
+
+
 def main(argv: list[str] | None = None, *, process: bool = False) -> None:
     """Entry point: user errors end in one line and exit code 2, never a traceback.
 
@@ -72,7 +77,7 @@ def main(argv: list[str] | None = None, *, process: bool = False) -> None:
     from ..errors import UserError
 
     COMMAND["watchdog"] = process
-    COMMAND["start"] = time.perf_counter() - (process_age() if process else 0.0)
+    COMMAND["start"] = time.perf_counter() - (command_age(process_age()) if process else 0.0)
     clear_stop()
     try:
         code = cli.main(args=argv, prog_name="mlsched", standalone_mode=False)

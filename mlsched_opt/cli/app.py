@@ -134,11 +134,15 @@ def global_options(f, envvar: str | None = None):
 
 
 class Verb(click.Command):
-    """A verb: its global options are applied (logging, limits) once its own are parsed."""
+    """A verb: its global options are applied (logging, limits) once its own are parsed.  ``fast_exit``:
+    its process may end without the interpreter's teardown once its answer is out (a verb that leaves
+    worker processes or pools to shut down, ``bench``, says no)."""
+
+    fast_exit: ClassVar[bool] = True
 
     def invoke(self, ctx: click.Context) -> Any:
         _apply(ctx)
-        COMMAND["fast_exit"] = True  # nothing of a verb's needs the interpreter's teardown (bench's pools do)
+        COMMAND["fast_exit"] = self.fast_exit
         return super().invoke(ctx)
 
 
@@ -178,8 +182,8 @@ class Commands(click.Group):
         if name in self.LAZY and name not in self.commands:
             module, attr = self.LAZY[name]
             command = getattr(importlib.import_module(module), attr)
-            if not any(p.name == "verbose" for p in command.params):  # a verb written elsewhere (bench)
-                global_options(command)
+            if not isinstance(command, Verb):
+                raise TypeError(f"verb {name} ({module}:{attr}) must be made with cli.app.verb: its global options apply after it")
             self.add_command(command, name)
         return super().get_command(ctx, name)
 

@@ -31,7 +31,7 @@ def compare(ctx, file, problem, methods, solvers, sets, certify, solver, time_li
       mlsched compare instances/demo.toml
       mlsched compare instances/demo.toml --set objective=servers --solvers highs
     """
-    from ..pipeline import compare as run_compare
+    from ..comparison import compare as run_compare
 
     solver_list = [s.strip() for s in solvers.split(",") if s.strip()]
     names = [m.strip() for m in methods.split(",")] if methods else None

@@ -13,14 +13,12 @@ def instance_output(ctx: click.Context, problem: str, output: str, sizes: dict[s
     """What ``generate`` and ``import`` check before any work: the sizes asked for against the
     limits, the output's format and writability (never over a catalog file); returns the family,
     the catalog and the input files."""
+    from ..facade import check_sizes
     from ..io import load_catalog
-    from ..io.files import check_writable, format_of, limits, over_limit
+    from ..io.files import check_writable, format_of
     from ..problems import get_family
 
-    caps = limits()
-    for name, value in sizes.items():
-        if value is not None and value > caps[name]:
-            raise over_limit(name, value, f"the number of {name}", None, f"--{name}")
+    check_sizes(sizes, "--")
     format_of(output)
     family = get_family(problem)
     catalog = load_catalog(catalog_of(ctx))
@@ -46,16 +44,14 @@ def generate(ctx, problem, jobs, servers, slots, seed, output, sets) -> int:
       mlsched generate --problem packing --jobs 12 --servers 4 --seed 7 -o my.toml
       mlsched generate --problem smd --jobs 30 --servers 2 --seed 1 --set sgd=sync -o smd.toml
     """
-    from ..io import from_document, write_document
-    from ..problems import GenerateSpec
+    from ..facade import generated_document
+    from ..io import write_document
 
     if seed < 0:
         raise OptionError(f"seed must be >= 0, got {seed}", field="--seed")
     # the sizes a generator would draw are refused before it draws them, like a file's would be
-    family, catalog, inputs = instance_output(ctx, problem, output, {"jobs": jobs, "servers": servers, "slots": slots})
-    options = family.parse_generate_options(parse_sets(sets))
-    doc = family.generate(GenerateSpec(jobs=jobs, servers=servers, seed=seed, slots=slots, options=options), catalog)
-    from_document(doc, file=output, catalog=catalog)  # a generator bug must not produce an invalid file
+    _family, catalog, inputs = instance_output(ctx, problem, output, {"jobs": jobs, "servers": servers, "slots": slots})
+    doc = generated_document(problem, jobs, servers, seed, slots, parse_sets(sets), catalog, prefix="--")
     write_document(doc, output, inputs)
     click.echo(f"wrote {output}")
     return 0

@@ -10,9 +10,11 @@ code may not do for the whole time limit.
 
 - SIGTERM: temporary files of unfinished writes are removed, the process ends with 143.
 - The first Ctrl-C asks every anytime method to return its best answer so far
-  (:func:`mlsched_opt.clock.request_stop`); ``solve`` then checks, prints and writes it (marked
-  interrupted, exit 130), and if its method does not return within a grace period the watchdog
-  ends the command with what the run in progress has.  A verb with nothing to keep ends at once.
+  (:func:`mlsched_opt.clock.request_stop`: the algorithms' loops, HiGHS's MIP through its interrupt
+  callback, CP-SAT and SCIP through a thread that stops their search); ``solve`` then checks, prints
+  and writes it (marked interrupted, exit 130), and if its method does not return within a grace
+  period (a model build, an LP that does not poll) the watchdog ends the command with what the run
+  in progress has.  A verb with nothing to keep ends at once.
 - A second Ctrl-C ends the process at once, removing temporary files.
 """
 
@@ -44,8 +46,9 @@ class Watchdog:
     """At ``deadline``, call ``finish`` (which prints what the command has and returns its exit
     code) and end the process, unless the command has :meth:`claim`-ed the output first."""
 
-    def __init__(self, deadline: float, finish: Callable[[], int]):
+    def __init__(self, deadline: float, finish: Callable[[], int], backstop_s: float = 5.0):
         self._finish = finish
+        self._backstop_s = max(backstop_s, 0.5)
         self._lock = threading.Lock()
         self._claimed = False
         self._deadline = deadline
@@ -77,6 +80,10 @@ class Watchdog:
             os.dup2(saved, fd)
         if self._saved:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        # the ending (a check of the answer in hand, printing, writing) has its own bounded time
+        backstop = threading.Timer(self._backstop_s, _end, (1, "the answer could not be checked and printed in time"))
+        backstop.daemon = True
+        backstop.start()
         try:
             code = self._finish()
         except BaseException:  # the process ends either way; say why

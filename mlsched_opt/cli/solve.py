@@ -21,6 +21,7 @@ from ..errors import OptionError, UserError
 from . import signals
 from .app import COMMAND, Verb, catalog_of, command_start, verb
 from .params import METHOD, PROBLEM, LazyHelp, catalog_files, method_help, parse_sets, shorthand_options, shorthands, solver_options
+from .signals import INTERRUPTED
 
 log = logging.getLogger("mlsched_opt.cli")
 
@@ -35,10 +36,11 @@ Examples:
 
 #: exit code of a command that ends with no answer at its time limit
 NO_ANSWER = 3
-#: exit code after a Ctrl-C (the shell's convention: 128 + SIGINT)
-INTERRUPTED = 130
 #: seconds a Ctrl-C leaves the method to return its best answer before the command ends with what it has
 INTERRUPT_GRACE_S = 2.0
+#: share of the limit the watchdog's own ending (the check of the answer in hand, printing, writing) may
+#: take past the deadline before the process ends regardless: the limit's promise is the limit + 10 %
+BACKSTOP_SHARE = 0.08
 
 
 class SolveCommand(Verb):
@@ -95,24 +97,32 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
     clock = CommandClock(command_start(), SolveOptions(time_limit=time_limit).time_limit)
     tracker = Tracker()
     ending = SolveEnding(tracker, file, method, out, as_json, clock, solver)
-    watchdog = signals.Watchdog(clock.deadline, ending.at_deadline) if COMMAND["watchdog"] else None
+    watchdog = (signals.Watchdog(clock.deadline, ending.at_deadline, backstop_s=BACKSTOP_SHARE * clock.limit)
+                if COMMAND["watchdog"] else None)
     if watchdog is not None:
         signals.on_interrupt(lambda: watchdog.expedite(INTERRUPT_GRACE_S))
     try:
         run = _solve(ctx, tracker, ending, clock, file, problem, method, sets, certify, solver, gap, threads, seed, bound,
                      out, flags)
+    except BaseException:
+        signals.on_interrupt(None)
+        raise
     finally:
         # the command ends itself from here on, with its answer or with an error on its way out
         if watchdog is not None:
             watchdog.claim()
+    signals.on_interrupt(lambda: None)  # a Ctrl-C now lets the answer be printed (marked interrupted); a second ends at once
+    try:
+        return ending.finish(run.solution, run.check, run)
+    finally:
         signals.on_interrupt(None)
-    return ending.finish(run.solution, run.check, run)
 
 
 def _solve(ctx, tracker, ending, clock, file, problem, method, sets, certify, solver, gap, threads, seed, bound, out, flags):
     from ..clock import ProgressBar, listening, stop_requested
     from ..io.files import check_writable
     from ..io.instance import refuse_slow_read
+    from ..io.solution import require_json
     from ..pipeline import family_for, solve as run_pipeline
 
     refuse_slow_read(file, clock.left() - clock.reserve)
@@ -121,13 +131,13 @@ def _solve(ctx, tracker, ending, clock, file, problem, method, sets, certify, so
     family.method(method)  # an unknown method is refused before the options are parsed
     raw: dict[str, Any] = parse_sets(sets)
     raw.update(_shorthand_values(family, flags))
+    tracker.options = family.resolve_options(inst, raw)  # what a report made at the deadline states
     # an option naming an existing file (a trained policy) is an input no output may overwrite
     named = [v for v in raw.values() if isinstance(v, str) and v and Path(v).is_file()]
     ending.inputs = (file, *named, *catalog_files(inst.catalog))
     if out:
         check_writable(out, ending.inputs)  # before the solve, which may take long
-        if Path(out).suffix.lower() != ".json":  # `check` reads solutions only as .json
-            raise OptionError(f"solution files are JSON: {out!r} must end in .json", field="--out")
+        require_json(out)
     # progress on a terminal (INFO: --quiet asks for none)
     bar = ending.bar = ProgressBar(f"--method {method}") if log.isEnabledFor(logging.INFO) else None
     try:
@@ -181,9 +191,9 @@ class SolveEnding:
         self.bar = None
 
     def close_bar(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        bar, self.bar = self.bar, None  # the watchdog's thread may close it too: take it once
+        if bar is not None:
+            bar.close()
 
     def _why(self) -> str:
         from ..clock import stop_requested
@@ -218,18 +228,21 @@ class SolveEnding:
         family, inst = self.tracker.family, self.tracker.instance
         if family is None or inst is None:
             status = "time-limit-no-solution"
-            if self.as_json:
-                click.echo(json.dumps({"problem": None, "method": self.method, "instance": self.file, "status": status,
-                                       "objective": None, "bound": None, "gap": None, "message": f"{note}: no answer",
-                                       "check": None}))
+            if self.as_json:  # the keys of every other answer, with nothing known
+                empty = SolveReport(status=status, objective=None, bound=None, sense="min", solver="", solver_version="",
+                                    solve_s=self.clock.elapsed(), message=f"{note}: no answer").to_dict()
+                doc = {"problem": None, "method": self.method, "instance": self.file, **empty, "sense": None, "check": None,
+                       "ratio": None, "ratio_is_bound": False}
+                click.echo(json.dumps(doc))
             else:
                 click.echo(f"{self.file}: {status} ({note}: no answer)")
             return INTERRUPTED if stop_requested() else NO_ANSWER
-        report = SolveReport(status="time-limit-no-solution", objective=None, bound=None,
-                             sense=family.sense(self.tracker.options or family.resolve_options(inst, {})),
-                             solver=self.tracker.solver or self.solver, solver_version="", solve_s=self.clock.elapsed(),
-                             message=note)
-        sol = Solution.for_instance(inst, family.name, self.method, report, None, self.tracker.options)
+        options = self.tracker.options or family.resolve_options(inst, {})
+        kind = family.method(self.method).kind if self.method in family.methods else "exact"
+        report = SolveReport(status="time-limit-no-solution", objective=None, bound=None, sense=family.sense(options),
+                             solver=self.tracker.solver or (self.solver if kind == "exact" else self.method), solver_version="",
+                             solve_s=self.clock.elapsed(), message=note)
+        sol = Solution.for_instance(inst, family.name, self.method, report, None, options)
         return self.finish(sol, None)
 
     def finish(self, sol, check, run=None) -> int:

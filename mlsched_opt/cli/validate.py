@@ -20,12 +20,11 @@ def validate(ctx: click.Context, file: str) -> int:
     Example:
       mlsched validate instances/demo.toml
     """
-    from ..errors import InstanceError
-    from ..problems import problem_names, unknown_problem_text
+    from ..problems import known_problem
 
     inst = load(file, catalog_of(ctx))
-    if inst.default_problem is not None and inst.default_problem not in problem_names():
-        raise InstanceError(unknown_problem_text(inst.default_problem), file, "problem")
+    if inst.default_problem is not None:
+        known_problem(inst.default_problem, file)
     gpus = sum(s.capacity.get("gpu", 0) for s in inst.servers)
     click.echo(f"{file}: valid ({inst.name})")
     click.echo(f"  servers: {len(inst.servers)} ({gpus:g} GPUs), jobs: {len(inst.jobs)}, resources: {', '.join(inst.resource_names())}")

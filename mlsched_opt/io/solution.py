@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InstanceError
+from ..errors import InstanceError, OptionError
 from ..report import SolveReport
 from .files import dump_json, read_document, write_atomic
 from .instance import Instance
@@ -78,6 +78,12 @@ def plain(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return float(value) if math.isfinite(value) else None
     return value
+
+
+def require_json(path: str | Path, field: str = "--out") -> None:
+    """Solution files are JSON (``mlsched check`` reads them only so): refuse another name before any work."""
+    if Path(path).suffix.lower() != ".json":
+        raise OptionError(f"solution files are JSON: {str(path)!r} must end in .json", field=field)
 
 
 def read_solution(path: str | Path) -> Solution:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ..errors import OptionError
+from ..errors import InstanceError, OptionError
 from .base import Decision, Family, GenerateSpec, Method, MethodKind, MethodResult, Option, TraceImport, heuristic_report
 
 if TYPE_CHECKING:
@@ -42,6 +42,8 @@ class _Registry(MutableMapping[str, Family]):
         self._loaded[name] = family
 
     def __delitem__(self, name: str) -> None:
+        if name not in self._modules:
+            raise KeyError(name)
         self._modules.remove(name)
         self._loaded.pop(name, None)
 
@@ -83,6 +85,14 @@ def unknown_problem_text(name: str) -> str:
     return f"unknown problem {name!r}{hint} (known: {', '.join(known)})"
 
 
+def known_problem(name: str, file: str | None, field: str = "problem") -> str:
+    """``name`` when a family of that name is registered, else the :class:`InstanceError` of the file
+    (an instance or a solution) and the field that names it, with a did-you-mean."""
+    if name not in REGISTRY:
+        raise InstanceError(unknown_problem_text(name), file, field)
+    return name
+
+
 def get_family(name: str) -> Family:
     """The family called ``name``, or an :class:`OptionError` listing the known ones."""
     if name not in REGISTRY:
@@ -99,4 +109,4 @@ def check_solution(instance: Instance, solution: Solution, options: Mapping[str,
 
 
 __all__ = ["REGISTRY", "Decision", "Family", "GenerateSpec", "Method", "MethodKind", "MethodResult", "Option", "TraceImport",
-           "check_solution", "get_family", "heuristic_report", "problem_names", "unknown_problem_text"]
+           "check_solution", "get_family", "heuristic_report", "known_problem", "problem_names", "unknown_problem_text"]

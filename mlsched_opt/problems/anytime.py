@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clock import MIN_PHASE_S, offer
 from ..errors import ModelTooLarge
-from ..report import SolveOptions
+from ..report import SolveOptions, SolveReport
 from ..tolerances import better
 from .result import MethodResult, beyond_its_bound
 
@@ -97,8 +97,6 @@ def combine(family: Family, instance: Instance, options: Mapping[str, Any], solv
     checked decision of the two is the answer (``feasible``), with the search's proven bound, else the
     family's bound in the time left.  A search decision the checker rejects is no answer and its bound
     is not trusted (the model and the checker disagree: a defect, said in the message)."""
-    from ..report import SolveReport
-
     sense, gap = family.sense(options), solve_options.gap
     quick_value = None if quick is None or quick.decision is None else family._evaluate(instance, options, quick.decision)[0]
     status = None if found is None else found.report.status
@@ -163,22 +161,31 @@ def _as(source: MethodResult, found: MethodResult | None, value: float, bound: f
     return beyond_its_bound(out, gap)
 
 
-def _family_bound(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,
-                  deadline: float) -> tuple[float | None, str]:
-    """The family's proven bound in the time left (its ``relaxation``), or why there is none."""
+def family_bound(family: Family, instance: Instance, options: Mapping[str, Any],
+                 solve_options: SolveOptions) -> tuple[SolveReport | None, str]:
+    """The family's proven bound (its ``relaxation``) within ``solve_options.time_limit``: its report when
+    it proved one, else ``None``; and a note that says which (``bound by ...``) or why not.  A bound
+    that fails, or whose model is too large to build, costs the answer nothing."""
     from ..errors import UserError
 
-    left = deadline - time.perf_counter()
-    if left <= MIN_PHASE_S:
-        return None, "no time was left for a bound"
     label = family.bound_label.replace(" (bound)", "")
     try:
-        rep = family.lp_bound(instance, options, dataclasses.replace(solve_options, time_limit=left))
+        rep = family.lp_bound(instance, options, solve_options)
     except UserError as exc:
         return None, f"no bound: {exc.message()}"
     except Exception as exc:
         log.debug("the bound failed", exc_info=True)
-        return None, f"no bound: the {label} failed ({type(exc).__name__})"
+        return None, f"no bound: the {label} failed ({type(exc).__name__}: {exc})"
     if rep.status in ("optimal", "feasible") and rep.bound is not None:
-        return rep.bound, f"bound by the {label} ({rep.wall_s:.2f} s)"
-    return None, f"no bound: the {label} ended {rep.status}"
+        return rep, f"bound {rep.bound:.6g} by the {label} ({rep.solver}, {rep.wall_s:.2f} s)"
+    return None, f"no bound: the {label} ended {rep.status} in {rep.wall_s:.2f} s"
+
+
+def _family_bound(family: Family, instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions,
+                  deadline: float) -> tuple[float | None, str]:
+    """:func:`family_bound` in the time left before ``deadline``."""
+    left = deadline - time.perf_counter()
+    if left <= MIN_PHASE_S:
+        return None, "no time was left for a bound"
+    rep, note = family_bound(family, instance, options, dataclasses.replace(solve_options, time_limit=left))
+    return (None if rep is None else rep.bound), note

@@ -14,15 +14,16 @@ from ..errors import OptionError
 
 # re-exported: the CLI, the notebooks and most tests take SolveOptions from here
 from ..report import STATUSES, SolveOptions, SolveReport, relative_gap
+from .names import KNOWN_SOLVERS, NATIVE, OTHER_KNOWN
 
 if TYPE_CHECKING:
     import pyomo.environ as pyo
 
-    from .pyomo_run import Backend, solve
+    from .pyomo_run import backend_for, solve
 
 #: names served by .pyomo_run, which imports Pyomo: loaded when first used, so that importing this
 #: package (for SolveOptions, check_solver) costs nothing a heuristic does not need
-_LAZY = ("Backend", "legacy_available", "solve", "solve_highs", "solve_legacy")
+_LAZY = ("Backend", "backend_for", "legacy_available", "solve", "solve_highs", "solve_legacy")
 
 
 def __getattr__(name: str) -> Any:
@@ -31,31 +32,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(pyomo_run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-#: Solvers wired in directly (SCIP through pyscipopt, the referee of certification).
-NATIVE = ("highs", "cpsat", "scip")
-#: Other solvers reached through Pyomo's SolverFactory when installed.  Only these names are
-#: ever handed to Pyomo: any other ``--solver`` is refused before anything is probed or run.
-OTHER_KNOWN = ("cbc", "glpk", "gurobi", "cplex")
-KNOWN_SOLVERS = NATIVE + OTHER_KNOWN
-
-
-def backend_for(name: str) -> Backend:
-    from .pyomo_run import solve_highs, solve_legacy
-
-    if name == "highs":
-        return solve_highs
-    if name == "cpsat":
-        from .cpsat import solve_cpsat
-
-        return solve_cpsat
-    if name == "scip":
-        from .scip import solve_scip
-
-        return solve_scip
-    if name not in OTHER_KNOWN:
-        raise OptionError(f"unknown solver {name!r}; choose from {', '.join(KNOWN_SOLVERS)}", field="--solver")
-    return solve_legacy
 
 
 def available_solvers() -> dict[str, str | None]:
@@ -122,6 +98,7 @@ def export_model(model: pyo.ConcreteModel, path: str | Path, fmt: str) -> None:
 
 
 __all__ = [
-    "EXPORT_FORMATS", "NATIVE", "STATUSES", "SolveOptions", "SolveReport", "available_solvers", "backend_for",
+    "EXPORT_FORMATS", "KNOWN_SOLVERS", "NATIVE", "OTHER_KNOWN", "STATUSES", "SolveOptions", "SolveReport", "available_solvers",
+    "backend_for",
     "check_solver", "export_model", "relative_gap", "relaxation", "solve",
 ]

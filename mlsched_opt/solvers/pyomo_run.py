@@ -20,7 +20,7 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-from ..errors import SolverUnavailable
+from ..errors import OptionError, SolverUnavailable
 from ..report import SolveOptions, SolveReport
 from ..tolerances import GAP_SLACK, proven_bound
 
@@ -59,8 +59,6 @@ def sense_of(model: pyo.ConcreteModel) -> str:
 
 def solve(model: pyo.ConcreteModel, options: SolveOptions, build_s: float = 0.0) -> SolveReport:
     """Solve ``model`` with ``options.solver`` and report; the solution, if any, is loaded into ``model``."""
-    from . import backend_for  # late import: the registry lives in the package
-
     backend = backend_for(options.solver)
     sense = sense_of(model)
     start = time.perf_counter()
@@ -168,6 +166,27 @@ class _QuietInterrupt(logging.Filter):
 logging.getLogger("pyomo.contrib.solver").addFilter(_QuietInterrupt())
 for _name in ("pyomo.contrib.solver.solvers.highs", "pyomo.contrib.solver.common.base", "pyomo.contrib.solver.base"):
     logging.getLogger(_name).addFilter(_QuietInterrupt())
+
+
+#: the back ends wired in directly, by ``--solver`` name: "module:function", imported when first used
+#: (CP-SAT and SCIP build on this module; naming them here by string keeps the layers one way)
+NATIVE_BACKENDS = {"highs": "mlsched_opt.solvers.pyomo_run:solve_highs", "cpsat": "mlsched_opt.solvers.cpsat:solve_cpsat",
+                   "scip": "mlsched_opt.solvers.scip:solve_scip"}
+
+
+def backend_for(name: str) -> Backend:
+    """The back end of ``--solver name``: a native one, or Pyomo's ``SolverFactory`` for the other
+    known solvers; any other name is refused before anything is probed."""
+    import importlib
+
+    from .names import KNOWN_SOLVERS, OTHER_KNOWN
+
+    if name in NATIVE_BACKENDS:
+        module, _, attr = NATIVE_BACKENDS[name].partition(":")
+        return getattr(importlib.import_module(module), attr)
+    if name not in OTHER_KNOWN:
+        raise OptionError(f"unknown solver {name!r}; choose from {', '.join(KNOWN_SOLVERS)}", field="--solver")
+    return solve_legacy
 
 
 def start_of(model: pyo.ConcreteModel) -> list[tuple[Any, float]]:

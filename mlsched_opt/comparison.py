@@ -1,4 +1,9 @@
-"""Run several methods on one instance, check each answer, and compare it with the optimum."""
+"""Several methods on one instance, every answer checked, each rated against the proven optimum.
+
+``mlsched compare`` and :func:`mlsched_opt.compare` (the facade) run here; each row's answer comes
+from :func:`mlsched_opt.pipeline.solve` (method and check), the table adds the family's bound, disputes
+a claimed optimum that a checked answer beats, and rates every answer (>= 1, 1 = optimal; against the
+best proven bound, ``<=``, when no optimum is proven)."""
 
 from __future__ import annotations
 
@@ -9,17 +14,18 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..checking import CheckResult
-from ..errors import UserError
-from ..io.instance import Instance
-from ..report import BOUND_STATUSES, approximation_ratio
-from ..solvers import SolveOptions, SolveReport
-from ..solvers.certify import better
+from .checking import CheckResult
+from .errors import UserError
+from .io.instance import Instance
+from .pipeline import Run, _flat, family_for, solve, solve_options
+from .report import BOUND_STATUSES, SolveOptions, SolveReport, approximation_ratio
+from .tolerances import better
 
 if TYPE_CHECKING:  # the registry imports every family: not for `mlsched --help`
-    from ..problems import Family
+    from .problems import Family
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,7 @@ class Row:
         }
 
 
-def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], options: Mapping[str, Any],
+def compare_rows(instance: Instance, family: Family, methods: list[tuple[str, str]], options: Mapping[str, Any],
             solve_options: SolveOptions, lp_bound: bool = True,
             progress: Callable[[str], None] | None = None) -> list[Row]:
     """Run each ``(method, solver)`` pair; add the LP bound row; fill in ratios to the proven optimum.
@@ -79,8 +85,6 @@ def compare(instance: Instance, family: Family, methods: list[tuple[str, str]], 
 def _answer(instance: Instance, family: Family, method: str, solver: str, opts: Mapping[str, Any],
             solve_options: SolveOptions) -> tuple[SolveReport, CheckResult | None, Any]:
     """One row's answer through the library's pipeline (method and check; the table adds the bound)."""
-    from ..pipeline import solve
-
     so = solve_options
     run = solve(instance, method, problem=family.name, solver=solver, time_limit=so.time_limit, gap=so.gap, threads=so.threads,
                 seed=so.seed, certify=so.certify, bound=False, options=opts)
@@ -104,11 +108,15 @@ def _guarded(label: str, method: str, solver: str, sense: str,
     return Row(label, method, report, check, run=answer)
 
 
+def needs_attention(row: Row) -> bool:
+    """A row that failed: an error, a decision the checker rejects, a disputed optimum."""
+    return row.report.status in ("error", "disputed") or (row.check is not None and not row.check.feasible)
+
+
 def exit_code(rows: list[Row]) -> int:
-    """``mlsched compare``'s exit code: 1 when a row failed (an error, a decision the checker rejects,
-    a disputed optimum), else 0 (2 is for errors of the command line, before any row runs)."""
-    bad = [r for r in rows if r.report.status in ("error", "disputed") or (r.check is not None and not r.check.feasible)]
-    return 1 if bad else 0
+    """``mlsched compare``'s exit code: 1 when a row :func:`needs_attention`, else 0 (2 is for errors of
+    the command line, before any row runs)."""
+    return 1 if any(needs_attention(r) for r in rows) else 0
 
 
 def _dispute_beaten_optima(rows: list[Row], sense: str, gap: float) -> None:
@@ -193,3 +201,101 @@ def format_table(rows: list[Row]) -> str:
     out.insert(1, "  ".join("-" * w for w in widths))
     out += [f"error in {r.label}: {r.report.message}" for r in rows if r.report.status == "error"]
     return "\n".join(out)
+
+
+
+
+
+@dataclass
+class Comparison:
+    """Several methods on one instance, each answer checked, with ratios to the proven optimum (or,
+    when none is proven, to the best proven bound: ``ratio_is_bound``), as ``mlsched compare`` prints.
+
+    ``rows`` are the runs in the order asked, then the family's bound (``method == "lp"``); a run
+    whose method or solver failed is a row with status ``error`` and the message, never a lost table.
+    """
+
+    instance: Instance
+    family: Family
+    options: Mapping[str, Any]
+    rows: list[Any]
+    gap: float = 1e-6
+
+    @property
+    def runs(self) -> list[Run]:
+        """Each method's whole answer (its decision, its check), in the order of the rows."""
+        return [r.run for r in self.rows if r.run is not None]
+
+    def run(self, label: str) -> Run:
+        """The answer of the row labelled ``label`` (``"ffd"``, ``"exact (highs)"``)."""
+        for r in self.rows:
+            if r.label == label and r.run is not None:
+                return r.run
+        raise KeyError(f"no run labelled {label!r}; the rows are {', '.join(r.label for r in self.rows)}")
+
+    @property
+    def disputed(self) -> list[Any]:
+        return [r for r in self.rows if r.report.status == "disputed"]
+
+    @property
+    def failed(self) -> list[Any]:
+        """Rows that need attention: a rejected decision, a dispute, an error."""
+        return [r for r in self.rows if needs_attention(r)]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in self.rows]
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per run (and the bound's row)."""
+        import pandas as pd
+
+        return pd.DataFrame([_flat(r.to_dict()) for r in self.rows])
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.family.name} on {self.instance.name!r}: {', '.join(f'{r.label} {r.report.status}' for r in self.rows)})"
+
+    def header(self) -> str:
+        from .render import fmt
+
+        opts = ", ".join(f"{k}={fmt(v)}" for k, v in self.options.items())
+        return (f"{self.family.name} on {self.instance.name} ({len(self.instance.jobs)} jobs, {len(self.instance.servers)} servers; "
+                f"{opts}; sense {self.family.sense(self.options)}; gap {self.gap:g})")
+
+    def __str__(self) -> str:
+        return "\n".join([self.header(), format_table(self.rows),
+                          "ratio: how far from the proven optimum (1 = optimal); '<=' when only a bound is proven"])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<p>{html.escape(self.header())}</p>" + self.to_frame().to_html(index=False)
+
+
+def compare(instance: Instance | str | Path, methods: list[str] | tuple[str, ...] | None = None, *, problem: str | None = None,
+            solvers: tuple[str, ...] | list[str] = ("highs", "cpsat"), solver: str = "highs", time_limit: float = 60.0,
+            gap: float = 1e-6, threads: int | None = None, seed: int = 0, certify: bool = True, bound: bool = True,
+            options: Mapping[str, Any] | None = None, catalog: str | None = None, progress: Any = None) -> Comparison:
+    """Run ``methods`` on ``instance`` (default: every method of the family but oracles and those whose
+    extra is not installed), the exact method once per solver in ``solvers``; check every answer,
+    dispute a claimed optimum that a checked answer beats, add the family's bound, and rate every
+    answer.  ``time_limit`` is per run; ``progress(text)`` hears which run starts."""
+    from .io import load_instance
+
+    inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
+    fam = family_for(inst, problem)
+    names = list(methods) if methods else [m.name for m in fam.methods.values() if m.kind != "oracle" and m.available]
+    pairs: list[tuple[str, str]] = []
+    for name in names:
+        m = fam.method(name.strip())
+        pairs += [(m.name, s) for s in solvers] if m.kind == "exact" else [(m.name, solver)]
+    for _, s in pairs:
+        solve_options(s, time_limit, gap, threads, seed)  # every solver named is known and installed, before any run
+    opts = fam.resolve_options(inst, dict(options or {}))
+    rows = compare_rows(inst, fam, pairs, opts, solve_options(solver, time_limit, gap, threads, seed, certify), lp_bound=bound,
+                        progress=progress)
+    for row in rows:  # each run as the table judged it: its dispute, its ratio to the comparison's reference
+        if row.run is not None:
+            row.run.solution = dataclasses.replace(row.run.solution, report=row.report)
+            row.run.ratio, row.run.ratio_is_bound = row.ratio, row.ratio_is_bound
+            row.run.label = row.label
+    return Comparison(inst, fam, opts, rows, gap)
