@@ -39,9 +39,18 @@ def _summary_table(summary) -> str:
 
 
 class BenchVerb(Verb):
-    """``bench`` ends through the interpreter's teardown: its process pools and Dask cluster shut down there."""
+    """``bench`` ends through the interpreter's teardown: its process pools and Dask cluster shut down there,
+    and a signal unwinds it (no worker is orphaned)."""
 
     fast_exit = False
+
+    def invoke(self, ctx: click.Context):
+        from ..cli.app import COMMAND
+        from ..cli.signals import unwind_instead
+
+        if COMMAND["watchdog"]:  # a process of its own (in-process callers keep their own handlers)
+            unwind_instead()
+        return super().invoke(ctx)
 
 
 @verb("bench", cls=BenchVerb, epilog=EXAMPLES)

@@ -45,7 +45,8 @@ def _fmt_s(seconds: float) -> str:
 
 
 class Progress:
-    """``bench: 12/40 (30%) errors 0, elapsed 0:12, ETA 0:28`` on stderr."""
+    """A sweep's progress on stderr: a tqdm bar on a terminal (tasks done, errors, rate, ETA), and in a
+    log one line every tenth or every minute (``bench: 12/40 (30%) errors 0, elapsed 0:12, ETA 0:28``)."""
 
     def __init__(self, total: int, stream: TextIO | None = None, label: str = "bench"):
         self.total, self.done, self.errors = total, 0, 0
@@ -59,6 +60,7 @@ class Progress:
         # progress is INFO: `mlsched --quiet bench` sets the package logger to WARNING and asks for none
         # (a library caller that configured no logging still gets progress)
         self.silent = logging.getLogger("mlsched_opt").level >= logging.WARNING
+        self._bar: Any = None
 
     def line(self) -> str:
         elapsed = time.perf_counter() - self.start
@@ -73,10 +75,14 @@ class Progress:
         if self.silent:
             return
         if self.tty:
-            self.stream.write("\r" + self.line().ljust(78))
+            if self._bar is None:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=self.total, desc=self.label, unit=" tasks", file=self.stream, dynamic_ncols=True)
+            self._bar.update(1)
+            self._bar.set_postfix_str(f"errors {self.errors}", refresh=False)
             if self.done == self.total:
-                self.stream.write("\n")
-            self.stream.flush()
+                self._bar.close()
             return
         decile = 10 * self.done // max(self.total, 1)
         now = time.perf_counter()

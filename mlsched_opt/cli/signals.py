@@ -40,6 +40,8 @@ _installed = False
 _stderr_fd: int | None = None
 _interrupts = 0
 _on_interrupt: Callable[[], None] | None = None
+#: set by :func:`unwind_instead`: signals end the command by unwinding Python (its pools shut down)
+_unwind = False
 
 
 class Watchdog:
@@ -164,10 +166,28 @@ def _written_note() -> str:
     return f" ({', '.join(map(str, done))} written)" if done else ""
 
 
+def unwind_instead() -> None:
+    """For a verb that starts worker processes (``bench``): a signal ends it by unwinding the main thread
+    (KeyboardInterrupt for Ctrl-C, SystemExit 143 for SIGTERM), so that its pools and temporary folders
+    shut down on the way out instead of being orphaned by an immediate exit.  Main thread only."""
+    global _unwind
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _unwind = True
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(TERMINATED)
+
+    signal.signal(signal.SIGTERM, terminate)
+
+
 def _handle(signum: int) -> None:
     global _interrupts
     from ..clock import request_stop
 
+    if _unwind:  # the Python-level handlers act, in the main thread
+        return
     if signum == signal.SIGTERM:
         _end(TERMINATED, "terminated")
     elif signum == signal.SIGINT:
