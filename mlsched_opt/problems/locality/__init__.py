@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
 from .generate import OPTIONS as GENERATE_OPTIONS
-from .options import LOCALITY, ORDERS, PD_GUARANTEE, PS_PLACEMENT, RR_GUARANTEE
+from .options import LOCALITY, ORDERS, PD_GUARANTEE, PS_PLACEMENT, RR_GUARANTEE, SRPT_GUARANTEE
 from .trace import OPTIONS as TRACE_OPTIONS
 
 L = lazy(__name__)
@@ -37,7 +37,7 @@ L = lazy(__name__)
 FAMILY = Family(
     name="locality",
     summary="online worker/PS placement with locality: PC-ILP, LP + randomized rounding, min total weighted completion time",
-    quick="greedy-rr",  # --method exact answers with it first (problems/anytime.py)
+    quick="srpt",  # --method exact answers with it first (problems/anytime.py)
     build_model=L("formulation:build_model"),
     decision_from_model=L("formulation:decision_from_model"),
     check=L("check:check"),
@@ -45,9 +45,13 @@ FAMILY = Family(
     generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
     rescore=L("formulation:rescore"),
-    relaxation=L("bound:standalone_bound"),
-    bound_label="standalone (bound)",
+    relaxation=L("bound:capacity_bound"),
+    bound_label="pooled-capacity Lagrangian (bound)",
     algorithms=(
+        # replaces the generic MILP route: the MILP where it is small, a pooled-capacity search at any size
+        Method("exact", MethodKind.EXACT, L("exact:exact_method"),
+               "the exact MILP where small (certified); at any size srpt, the pooled-capacity Lagrangian bound and the "
+               "restricted master's plan (HiGHS), feasible with a proven gap"),
         Method("greedy-rr", MethodKind.ONLINE, L("methods:run_greedy_rr"),
                "V-Greedy: earliest deadline whose LP (target (1+eps)V) rounds by RR-PC (F attempts, repair) to a covering plan",
                guarantee=RR_GUARANTEE),
@@ -61,6 +65,9 @@ FAMILY = Family(
         Method("colocate", MethodKind.BASELINE, L("baselines:run_colocate"),
                "V-Greedy with co-located patterns only (one machine per slot)"),
         Method("spread", MethodKind.BASELINE, L("baselines:run_spread"), "V-Greedy with spread patterns only"),
+        Method("srpt", MethodKind.ONLINE, L("priority:run_srpt"),
+               "slot by slot, the arrived jobs with the least remaining resource volume per weight first (our design)",
+               guarantee=SRPT_GUARANTEE),
     ),
     options=(
         Option("order", "sjf", ORDERS, "order of simultaneous arrivals: smallest estimated work first, or FIFO (pitfall P10)"),
