@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from scipy.optimize import linprog
 
 from mlsched_opt.errors import ModelTooLarge
+from mlsched_opt.io import load_instance
+from mlsched_opt.io.solution import Solution
 from mlsched_opt.problems import REGISTRY, check_solution
 from mlsched_opt.problems.locality import exact as exact_module
 from mlsched_opt.problems.locality.bound import (
@@ -27,13 +29,16 @@ from mlsched_opt.problems.locality.bound import (
     price_job,
     pricing,
     schedule_columns,
+    standalone_bound,
     standalone_delays,
 )
 from mlsched_opt.problems.locality.formulation import MAX_EXACT_CELLS, build_model, model_cells
 from mlsched_opt.problems.locality.priority import rates, simulate, srpt_plan
 from mlsched_opt.problems.locality.view import locality_view, total_delay
+from mlsched_opt.report import SolveReport
 from mlsched_opt.solvers import SolveOptions
 
+from .conftest import ROOT
 from .test_locality_scale import generated as generated_scale
 from .test_oracle_locality import generated, oracle
 
@@ -226,10 +231,19 @@ def test_the_column_generation_reaches_the_master_and_its_plan_is_realized():
     assert picked
     better, _note = exact_module.realize(view, "job", picked, None)
     sol_decision = exact_module.plan_decision(view, better)
-    from mlsched_opt.io.solution import Solution
-    from mlsched_opt.report import SolveReport
     report = SolveReport("feasible", total_delay(view, better.completion), None, "min", "test", "", {})
     sol = Solution.for_instance(inst, "locality", "exact", report, sol_decision, FAMILY.resolve_options(inst, {}))
     check = check_solution(inst, sol)
     assert check.feasible, [str(v) for v in check.violations]
     assert check.objective >= result.value - 1e-9
+
+
+@pytest.mark.parametrize(("name", "optimum", "alone", "pooled"), [("locality-toy.toml", 5.0, 4.0, 5.0),
+                                                                 ("locality-6jobs.toml", 26.0, 21.0, 25.0)])
+def test_the_family_bound_binds_on_the_shipped_instances(name, optimum, alone, pooled):
+    """Where jobs share capacity the pooled bound rises above every job alone (the family's bound before
+    issue 32), up to the certified optimum on the toy (spec 001 section 7: OPT 5)."""
+    inst = load_instance(ROOT / "instances" / name)
+    options = FAMILY.resolve_options(inst, {})
+    assert standalone_bound(inst, options, SolveOptions(time_limit=30)).bound == alone
+    assert FAMILY.lp_bound(inst, options, SolveOptions(time_limit=30)).bound == pooled <= optimum

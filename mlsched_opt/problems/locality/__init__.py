@@ -11,13 +11,15 @@ arrive over a slotted horizon; the objective is the total weighted completion ti
 Modules: :mod:`.view` (instance -> jobs and rates), :mod:`.pcilp` (the per-job, per-deadline
 PC-ILP as arrays and as Pyomo), :mod:`.rounding` (RR-PC with repair, SMD-style scaled rounding),
 :mod:`.online` (V-Greedy, V-PD), :mod:`.formulation` (the exact multi-job MILP and its decision), :mod:`.methods`,
-:mod:`.baselines`, :mod:`.bound` (every job alone: the lower bound at any scale),
+:mod:`.baselines`, :mod:`.bound` (the pooled-capacity Lagrangian bound, and every job alone),
+:mod:`.priority` (``srpt``), :mod:`.exact` (``--method exact`` at any size),
 :mod:`.check`, :mod:`.generate`, :mod:`.calibration` (Pollux / Gavel packed vs spread).
 
-Methods: ``exact`` (offline MILP), ``greedy-rr`` (V-Greedy + LP + RR-PC), ``pd-rr`` (V-PD),
-and the baselines of section 5.3: ``greedy-ilp`` (exact per-job program, isolating the rounding
-loss), ``unaware`` (plans with q_in := q_ex), ``colocate`` and ``spread``; FIFO vs SJF is
-``--set order=``.
+Methods: ``exact`` (the offline MILP where it is small; at any size ``srpt``, the pooled-capacity
+bound and the restricted master's plan, issue 32), ``greedy-rr`` (V-Greedy + LP + RR-PC), ``pd-rr``
+(V-PD), ``srpt`` (slot by slot, least remaining resource volume first; our design), and the
+baselines of section 5.3: ``greedy-ilp`` (exact per-job program, isolating the rounding loss),
+``unaware`` (plans with q_in := q_ex), ``colocate`` and ``spread``; FIFO vs SJF is ``--set order=``.
 
 Problem options (the checker enforces them, ``exact`` models them): ``locality`` (job / pair)
 and ``ps_placement``: ``free`` (default: any PS placement the checker accepts, so ``exact``'s

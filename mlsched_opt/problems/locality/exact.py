@@ -58,11 +58,12 @@ def _report(status: str, value: float | None, bound: float | None, started: floa
                        options=dict(options), solve_s=time.perf_counter() - started, message=message)
 
 
-def pooled_search(view: LocalityView, locality: str, solve_options: SolveOptions) -> MethodResult:
-    """``srpt``, the Lagrangian bound, and the restricted master's plan realized on the machines (see the module)."""
+def pooled_search(view: LocalityView, locality: str, solve_options: SolveOptions, key: str | None = None) -> MethodResult:
+    """``srpt``, the Lagrangian bound, and the restricted master's plan realized on the machines (see the module);
+    ``key``: the instance's hash (srpt's plan of the quick start is reused)."""
     started = time.perf_counter()
     deadline = started + float(solve_options.time_limit)
-    plan, cut = srpt_plan(view, locality, deadline)
+    plan, cut = srpt_plan(view, locality, deadline, key)
     value = total_delay(view, plan.completion)
     notes = [f"srpt {value:g}" + (" (cut short at the time limit)" if cut else "")]
     offer(_report("feasible", value, None, started, solve_options.to_dict(), notes[0]), plan_decision(view, plan))
@@ -113,7 +114,8 @@ def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: 
     view = locality_view(instance)
     check_size(view, instance.file)
     small = model_cells(view) <= MILP_CELLS
-    found = pooled_search(view, "job", dataclasses.replace(solve_options, time_limit=(0.5 if small else 1.0) * solve_options.time_limit))
+    found = pooled_search(view, "job", dataclasses.replace(solve_options, time_limit=(0.5 if small else 1.0) * solve_options.time_limit),
+                          instance.sha256)
     if not small:
         return found
     family = get_family("locality")

@@ -61,6 +61,8 @@ class Rates:
     unit_volume: np.ndarray
     weight: np.ndarray
     typical: np.ndarray
+    #: per job, ``demand(n)`` of ``n = 1..w_max`` workers with their PSs, ``(w_max, R)``
+    demand: tuple[np.ndarray, ...]
 
 
 def spread_rate(view: LocalityView, i: int, locality: str) -> float:
@@ -83,7 +85,8 @@ def rates(view: LocalityView, locality: str) -> Rates:
                  slot_most=np.array([slot_rate_bound(view, i, locality) for i in range(len(view.jobs))]),
                  unit_volume=np.array([float(((j.alpha + j.beta / j.gamma) * share).max(initial=0.0)) for j in view.jobs]),
                  weight=np.array([j.weight for j in view.jobs], dtype=float),
-                 typical=np.mean([j.alpha + j.beta / j.gamma for j in view.jobs], axis=0))
+                 typical=np.mean([j.alpha + j.beta / j.gamma for j in view.jobs], axis=0),
+                 demand=tuple(j.demand(np.arange(1, j.w_max + 1)) for j in view.jobs))
 
 
 @dataclass
@@ -102,15 +105,18 @@ class Plan:
                 self.residual[h, :, t] += view.jobs[i].demand(n)
             self.completion.pop(i, None)
 
+    def copy(self) -> Plan:
+        return Plan(self.residual.copy(), {i: list(tasks) for i, tasks in self.tasks.items()}, dict(self.completion))
+
     def value(self, view: LocalityView, jobs: Sequence[int]) -> float:
         """``sum w (C - a + 1)`` over ``jobs`` (an unfinished one at ``C = T``)."""
         return float(sum(view.jobs[i].weight * ((self.completion[i] - view.jobs[i].arrival + 1) if i in self.completion
                                                 else view.penalty_delay(i)) for i in jobs))
 
 
-def _fits(job: Any, res: np.ndarray) -> np.ndarray:
-    """Most workers of ``job`` (each machine's with their O3 PSs) that fit on each machine of ``res`` (H, R)."""
-    demand = job.demand(np.arange(1, job.w_max + 1))                         # (N, R)
+def _fits(demand: np.ndarray, res: np.ndarray) -> np.ndarray:
+    """Most workers (each machine's with their O3 PSs; ``demand`` (N, R) of 1..N of them) that fit on each
+    machine of ``res`` (H, R)."""
     return (demand[None, :, :] <= res[:, None, :] + FIT_TOL).all(axis=2).sum(axis=1)
 
 
@@ -122,15 +128,15 @@ def stranded(res: np.ndarray, typical: np.ndarray) -> np.ndarray:
     return (units - units.min(axis=1, keepdims=True)).sum(axis=1)
 
 
-def _place(view: LocalityView, i: int, res: np.ndarray, left: float, locality: str, typical: np.ndarray) -> list[tuple[int, int]]:
+def _place(view: LocalityView, i: int, res: np.ndarray, left: float, locality: str, rate: Rates) -> list[tuple[int, int]]:
     """Job ``i``'s placement in one slot with free capacity ``res`` (H, R): ``[(machine, workers)]``,
     the better of co-located and spread (no more workers than finish ``left`` samples), or ``[]``.
 
     Co-located, it takes the machine whose capacity it strands least (:func:`stranded` after minus
     before: a machine short of cores for the typical job keeps its GPUs for the jobs that need few
     cores), so that the machines' GPUs stay usable together with their cores and memory."""
-    job = view.jobs[i]
-    n = _fits(job, res)
+    job, demand, typical = view.jobs[i], rate.demand[i], rate.typical
+    n = _fits(demand, res)
     if not n.any():
         return []
     n_co = int(min(n.max(), job.w_max))
@@ -152,7 +158,7 @@ def _place(view: LocalityView, i: int, res: np.ndarray, left: float, locality: s
         while need_n < n_co and job.q_in * need_n < left:            # or one too few
             need_n += 1
         cand = np.flatnonzero(n >= need_n)
-        waste = stranded(res[cand] - job.demand(need_n)[None, :], typical) - stranded(res[cand], typical)
+        waste = stranded(res[cand] - demand[need_n - 1][None, :], typical) - stranded(res[cand], typical)
         room = (res[cand] / np.where(typical > 0, typical, 1.0)).sum(axis=1)      # ties: the fullest machine (best fit)
         return [(int(cand[np.lexsort((room, np.round(waste, 9)))[0]]), need_n)]
     # spread: drop workers from the smallest shares while the rest still finishes ``left``
@@ -167,7 +173,11 @@ def _place(view: LocalityView, i: int, res: np.ndarray, left: float, locality: s
 
 
 def _work(view: LocalityView, i: int, here: Sequence[tuple[int, int]], locality: str) -> float:
-    """Samples job ``i`` trains in a slot with ``here`` = ``[(machine, workers)]`` and O3 PSs, as the checker counts them."""
+    """Samples job ``i`` trains in a slot with ``here`` = ``[(machine, workers)]`` and O3 PSs, as the checker counts
+    them (:meth:`~.view.LocalityView.slot_work`; at job level its product, to the last bit, without the arrays)."""
+    if locality == "job":
+        job = view.jobs[i]
+        return float((job.q_in if len(here) == 1 else job.q_ex) * float(sum(n for _h, n in here)))
     workers = dict(here)
     return view.sparse_slot_work(i, workers, {h: o3_ps(n, view.jobs[i].gamma) for h, n in workers.items()}, locality)
 
@@ -209,11 +219,11 @@ def simulate(view: LocalityView, jobs: Sequence[int], plan: Plan, locality: str,
             if not (smallest[None, :] <= res + FIT_TOL).all(axis=1).any():
                 break                                                # the slot is full for every job
             i = int(idx[k])
-            here = _place(view, i, res, float(left[k]), locality, rate.typical)
+            here = _place(view, i, res, float(left[k]), locality, rate)
             if not here:
                 continue
             for h, n in here:
-                res[h] -= view.jobs[i].demand(n)
+                res[h] -= rate.demand[i][n - 1]
             work_of.setdefault(i, {})[t] = here
             done[k] += _work(view, i, here, locality)
             if done[k] >= rate.need[i]:
@@ -251,7 +261,7 @@ def follow(view: LocalityView, planned: Mapping[int, Sequence[int]], plan: Plan,
             if view.jobs[i].arrival > t:
                 continue
             planned_here = t in planned[i]
-            place = _place(view, i, res, rate.need[i] - done[i], locality, rate.typical)
+            place = _place(view, i, res, rate.need[i] - done[i], locality, rate)
             if not place:
                 if planned_here:
                     behind[i] += 1
@@ -259,7 +269,7 @@ def follow(view: LocalityView, planned: Mapping[int, Sequence[int]], plan: Plan,
                     missed += 1
                 continue
             for h, n in place:
-                res[h] -= view.jobs[i].demand(n)
+                res[h] -= rate.demand[i][n - 1]
             work_of.setdefault(i, {})[t] = place
             done[i] += _work(view, i, place, locality)
             if not planned_here:
@@ -288,10 +298,21 @@ def empty_plan(view: LocalityView) -> Plan:
     return Plan(np.repeat(view.capacity[:, :, None], view.slots, axis=2).astype(float))
 
 
-def srpt_plan(view: LocalityView, locality: str, deadline: float | None = None) -> tuple[Plan, bool]:
-    """The ``srpt`` schedule of every job on the empty cluster, and whether ``deadline`` cut it short."""
+#: The last complete ``srpt`` plan, by (instance hash, locality): ``--method exact`` runs srpt as its quick start
+#: and again in its search, and an approximation's certified ratio runs the bound, which starts from it.
+_LAST: dict[tuple[str, str], Plan] = {}
+
+
+def srpt_plan(view: LocalityView, locality: str, deadline: float | None = None, key: str | None = None) -> tuple[Plan, bool]:
+    """The ``srpt`` schedule of every job on the empty cluster, and whether ``deadline`` cut it short; with
+    ``key`` (the instance's hash) the last complete one of the same instance is reused (a copy)."""
+    if key is not None and (key, locality) in _LAST:
+        return _LAST[key, locality].copy(), False
     plan = empty_plan(view)
     cut = simulate(view, range(len(view.jobs)), plan, locality, rates(view, locality), deadline=deadline)
+    if key is not None and not cut:
+        _LAST.clear()
+        _LAST[key, locality] = plan.copy()
     return plan, cut
 
 
@@ -307,7 +328,7 @@ def run_srpt(instance: Instance, options: Mapping[str, Any], solve_options: Solv
     view = locality_view(instance)
     check_size(view, instance.file)
     progress(0, 1, "schedules")
-    plan, cut = srpt_plan(view, options["locality"], started + float(solve_options.time_limit))
+    plan, cut = srpt_plan(view, options["locality"], started + float(solve_options.time_limit), instance.sha256)
     progress(1, 1, "schedules")
     value = total_delay(view, plan.completion)
     message = f"{len(plan.completion)}/{len(view.jobs)} jobs finish"
