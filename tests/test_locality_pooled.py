@@ -247,3 +247,18 @@ def test_the_family_bound_binds_on_the_shipped_instances(name, optimum, alone, p
     options = FAMILY.resolve_options(inst, {})
     assert standalone_bound(inst, options, SolveOptions(time_limit=30)).bound == alone
     assert FAMILY.lp_bound(inst, options, SolveOptions(time_limit=30)).bound == pooled <= optimum
+
+
+def test_beyond_the_pooled_size_the_bound_is_every_job_alone(monkeypatch):
+    """A size guard, not a refusal: past POOLED_CELLS the relaxation and exact's bound are the standalone bound."""
+    from mlsched_opt.problems.locality import bound as bound_module
+
+    inst = generated_scale(jobs=12, servers=2, slots=10, seed=1, work_min=1.0, work_max=6.0)
+    options = FAMILY.resolve_options(inst, {})
+    alone = standalone_bound(inst, options, SolveOptions(time_limit=30)).bound
+    assert capacity_bound(inst, options, SolveOptions(time_limit=30)).bound > alone     # the pooled bound binds here ...
+    monkeypatch.setattr(bound_module, "POOLED_CELLS", 10)
+    report = capacity_bound(inst, options, SolveOptions(time_limit=30))
+    assert report.bound == alone and "every job alone" in report.message                 # ... and is not computed past the guard
+    found = exact_module.pooled_search(locality_view(inst), "job", SolveOptions(time_limit=30))
+    assert found.report.bound == alone and found.decision is not None

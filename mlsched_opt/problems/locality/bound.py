@@ -15,6 +15,7 @@ offline MILP (:mod:`.formulation`) only builds for small sizes).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -117,6 +118,9 @@ CONVERGED = 1e-7
 PRICE_BLOCKS = 250
 #: Share of the bound's time the price LP may take (its safety stop; 9-15 s at 2,000 jobs).
 LP_SHARE = 0.6
+#: Most (job, slot) pairs the pooled bound prices (every round costs O(jobs x slots)); beyond it the bound is
+#: every job alone.  2,000 jobs over 1,360 slots are 2.7 million.
+POOLED_CELLS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -690,6 +694,9 @@ def capacity_bound(instance: Instance, options: Mapping[str, Any], solve_options
     deadline = start + float(solve_options.time_limit)
     view = locality_view(instance)
     locality = str(options.get("locality", "job"))
+    if too_large(view):
+        alone = standalone_bound(instance, options, solve_options)
+        return dataclasses.replace(alone, message=f"{alone.message}; {too_large(view)}")
     plan, _cut = srpt_plan(view, locality, deadline, instance.sha256)
     gen = Generation(view, locality)
     gen.add(schedule_columns(view, plan.tasks, plan.completion))
@@ -698,6 +705,13 @@ def capacity_bound(instance: Instance, options: Mapping[str, Any], solve_options
     # "optimal": the Lagrangian dual reached (the master meets it); "feasible": a proven bound short of it
     return SolveReport("optimal" if result.stopped.startswith("converged") else "feasible", value, value, "min", LAGRANGE_NAME,
                        "mlsched-opt", dict(options), solve_s=time.perf_counter() - start, message=f"{note}; {lp_note}")
+
+
+def too_large(view: LocalityView) -> str:
+    """Why the pooled bound is not computed on ``view`` (more than :data:`POOLED_CELLS` (job, slot) pairs), or ``""``."""
+    cells = sum(view.slots - job.arrival for job in view.jobs)
+    return "" if cells <= POOLED_CELLS else (f"the pooled-capacity bound would price {cells:,} (job, slot) pairs, more than "
+                                            f"{POOLED_CELLS:,}: the bound is every job alone")
 
 
 def pooled_bound(view: LocalityView, locality: str, result: LagrangeBound) -> tuple[float, str]:

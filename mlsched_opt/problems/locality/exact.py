@@ -32,7 +32,7 @@ from ...errors import OptionError
 from ...io.instance import Instance
 from ...report import SolveOptions, SolveReport
 from ..base import MethodResult
-from .bound import Generation, pooled_bound, schedule_columns
+from .bound import Generation, LagrangeBound, pooled_bound, schedule_columns, too_large
 from .formulation import model_cells
 from .priority import Plan, empty_plan, follow, plan_decision, rates, simulate, srpt_plan
 from .view import LocalityView, check_size, locality_view, total_delay
@@ -67,6 +67,10 @@ def pooled_search(view: LocalityView, locality: str, solve_options: SolveOptions
     value = total_delay(view, plan.completion)
     notes = [f"srpt {value:g}" + (" (cut short at the time limit)" if cut else "")]
     offer(_report("feasible", value, None, started, solve_options.to_dict(), notes[0]), plan_decision(view, plan))
+    if too_large(view):
+        bound, why = pooled_bound(view, locality, LagrangeBound())
+        return MethodResult(_report("feasible", value, bound, started, solve_options.to_dict(), "; ".join([*notes, too_large(view), why])),
+                            plan_decision(view, plan))
     gen = Generation(view, locality)
     first = len(gen.columns)
     seed = schedule_columns(view, plan.tasks, plan.completion)

@@ -306,8 +306,9 @@ _LAST: dict[tuple[str, str], Plan] = {}
 def srpt_plan(view: LocalityView, locality: str, deadline: float | None = None, key: str | None = None) -> tuple[Plan, bool]:
     """The ``srpt`` schedule of every job on the empty cluster, and whether ``deadline`` cut it short; with
     ``key`` (the instance's hash) the last complete one of the same instance is reused (a copy)."""
-    if key is not None and (key, locality) in _LAST:
-        return _LAST[key, locality].copy(), False
+    cached = None if key is None else _LAST.get((key, locality))   # one look-up: a bench thread may replace it meanwhile
+    if cached is not None:
+        return cached.copy(), False
     plan = empty_plan(view)
     cut = simulate(view, range(len(view.jobs)), plan, locality, rates(view, locality), deadline=deadline)
     if key is not None and not cut:
