@@ -191,8 +191,8 @@ def test_a_rescored_answer_beyond_the_models_bound_is_never_optimal(monkeypatch,
     doc = json.loads(out)
     assert doc["status"] == "feasible" and doc["check"]["feasible"]
     assert "the exact model and the checker disagree" in doc["message"]
-    # the model's bound is dropped; what stands is the checker's value and the family's own bound (standalone)
-    assert doc["objective"] == pytest.approx(honest["objective"]) and "by the standalone" in doc["message"]
+    # the model's bound is dropped; what stands is the checker's value and the family's own bound (pooled capacity)
+    assert doc["objective"] == pytest.approx(honest["objective"]) and "Lagrangian relaxation of the pooled capacity" in doc["message"]
     assert doc["bound"] is not None and doc["bound"] <= doc["objective"]
 
 

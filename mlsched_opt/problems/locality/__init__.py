@@ -11,13 +11,15 @@ arrive over a slotted horizon; the objective is the total weighted completion ti
 Modules: :mod:`.view` (instance -> jobs and rates), :mod:`.pcilp` (the per-job, per-deadline
 PC-ILP as arrays and as Pyomo), :mod:`.rounding` (RR-PC with repair, SMD-style scaled rounding),
 :mod:`.online` (V-Greedy, V-PD), :mod:`.formulation` (the exact multi-job MILP and its decision), :mod:`.methods`,
-:mod:`.baselines`, :mod:`.bound` (every job alone: the lower bound at any scale),
+:mod:`.baselines`, :mod:`.bound` (the pooled-capacity Lagrangian bound, and every job alone),
+:mod:`.priority` (``srpt``), :mod:`.exact` (``--method exact`` at any size),
 :mod:`.check`, :mod:`.generate`, :mod:`.calibration` (Pollux / Gavel packed vs spread).
 
-Methods: ``exact`` (offline MILP), ``greedy-rr`` (V-Greedy + LP + RR-PC), ``pd-rr`` (V-PD),
-and the baselines of section 5.3: ``greedy-ilp`` (exact per-job program, isolating the rounding
-loss), ``unaware`` (plans with q_in := q_ex), ``colocate`` and ``spread``; FIFO vs SJF is
-``--set order=``.
+Methods: ``exact`` (the offline MILP where it is small; at any size ``srpt``, the pooled-capacity
+bound and the restricted master's plan, issue 32), ``greedy-rr`` (V-Greedy + LP + RR-PC), ``pd-rr``
+(V-PD), ``srpt`` (slot by slot, least remaining resource volume first; our design), and the
+baselines of section 5.3: ``greedy-ilp`` (exact per-job program, isolating the rounding loss),
+``unaware`` (plans with q_in := q_ex), ``colocate`` and ``spread``; FIFO vs SJF is ``--set order=``.
 
 Problem options (the checker enforces them, ``exact`` models them): ``locality`` (job / pair)
 and ``ps_placement``: ``free`` (default: any PS placement the checker accepts, so ``exact``'s
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
 from .generate import OPTIONS as GENERATE_OPTIONS
-from .options import LOCALITY, ORDERS, PD_GUARANTEE, PS_PLACEMENT, RR_GUARANTEE
+from .options import LOCALITY, ORDERS, PD_GUARANTEE, PS_PLACEMENT, RR_GUARANTEE, SRPT_GUARANTEE
 from .trace import OPTIONS as TRACE_OPTIONS
 
 L = lazy(__name__)
@@ -37,7 +39,7 @@ L = lazy(__name__)
 FAMILY = Family(
     name="locality",
     summary="online worker/PS placement with locality: PC-ILP, LP + randomized rounding, min total weighted completion time",
-    quick="greedy-rr",  # --method exact answers with it first (problems/anytime.py)
+    quick="srpt",  # --method exact answers with it first (problems/anytime.py)
     build_model=L("formulation:build_model"),
     decision_from_model=L("formulation:decision_from_model"),
     check=L("check:check"),
@@ -45,9 +47,13 @@ FAMILY = Family(
     generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
     rescore=L("formulation:rescore"),
-    relaxation=L("bound:standalone_bound"),
-    bound_label="standalone (bound)",
+    relaxation=L("bound:capacity_bound"),
+    bound_label="pooled-capacity Lagrangian (bound)",
     algorithms=(
+        # replaces the generic MILP route: the MILP where it is small, a pooled-capacity search at any size
+        Method("exact", MethodKind.EXACT, L("exact:exact_method"),
+               "the exact MILP where small (certified); at any size srpt, the pooled-capacity Lagrangian bound and the "
+               "restricted master's plan (HiGHS), feasible with a proven gap"),
         Method("greedy-rr", MethodKind.ONLINE, L("methods:run_greedy_rr"),
                "V-Greedy: earliest deadline whose LP (target (1+eps)V) rounds by RR-PC (F attempts, repair) to a covering plan",
                guarantee=RR_GUARANTEE),
@@ -61,6 +67,9 @@ FAMILY = Family(
         Method("colocate", MethodKind.BASELINE, L("baselines:run_colocate"),
                "V-Greedy with co-located patterns only (one machine per slot)"),
         Method("spread", MethodKind.BASELINE, L("baselines:run_spread"), "V-Greedy with spread patterns only"),
+        Method("srpt", MethodKind.ONLINE, L("priority:run_srpt"),
+               "slot by slot, the arrived jobs with the least remaining resource volume per weight first (our design)",
+               guarantee=SRPT_GUARANTEE),
     ),
     options=(
         Option("order", "sjf", ORDERS, "order of simultaneous arrivals: smallest estimated work first, or FIFO (pitfall P10)"),

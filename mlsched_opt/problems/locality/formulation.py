@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pyomo.environ as pyo
 
-from ...errors import InstanceError, OptionError
+from ...errors import ModelTooLarge, OptionError
 from ...io.instance import Instance
 from ...tolerances import capacity_limit, work_done_threshold
 from .pcilp import CO_LOCATED, LocalityJob
@@ -389,6 +389,11 @@ def tasks_from_model(m: pyo.ConcreteModel) -> dict[int, list[tuple[int, int, int
     return {i: sorted(v) for i, v in out.items()}
 
 
+def model_cells(view: LocalityView) -> int:
+    """The exact model's (job, slot, machine, workers) patterns, the size :data:`MAX_EXACT_CELLS` caps."""
+    return sum((view.slots - job.arrival) * job.w_max for job in view.jobs) * view.H
+
+
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
     """The offline MILP of spec 001 section 2.4 with the family's objective (unfinished jobs at ``C = T``),
     for the ``ps_placement`` the checker enforces (free: :func:`free_model`)."""
@@ -397,10 +402,11 @@ def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteM
                           field="--set locality")
     view = locality_view(instance)
     check_size(view, instance.file)
-    cells = sum((view.slots - job.arrival) * job.w_max for job in view.jobs) * view.H
+    cells = model_cells(view)
     if cells > MAX_EXACT_CELLS:
-        raise InstanceError(f"the exact model would have {cells} (job, slot, machine, workers) patterns, more than the "
-                            f"{MAX_EXACT_CELLS} it builds; use an algorithm", instance.file, "time.slots")
+        # ModelTooLarge: --method exact then answers without the full model (problems/anytime.py, .exact)
+        raise ModelTooLarge(f"the exact model would have {cells:,} (job, slot, machine, workers) patterns, more than the "
+                            f"{MAX_EXACT_CELLS:,} it builds; an approximation method answers at this size", field="--method")
     # the capacity right-hand sides are the checker's limits, so the model accepts exactly the counts it accepts
     limit = capacity_limit(view.capacity)
     if options.get("ps_placement", "free") == "free":

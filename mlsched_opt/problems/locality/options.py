@@ -17,3 +17,6 @@ RR_GUARANTEE = ("per job and deadline (spec 001 section 4.3, RR-PC): packing row
 
 PD_GUARANTEE = ("none proven here: OASiS-style prices with a beta-approximate subroutine weaken OASiS's 2 alpha "
                 "(spec 001 section 3.3, heuristic); RR-PC's per-job guarantee as for greedy-rr")
+
+SRPT_GUARANTEE = ("none proven here (our design): a list heuristic on many multi-resource machines; its single-machine "
+                  "ancestor, preemptive shortest remaining processing time, is optimal for 1|r_j, pmtn|sum C_j (Schrage 1968)")
