@@ -40,8 +40,8 @@ RUNS: dict[str, tuple[str, list[str], list[str], list[str]]] = {
                         ["ffd", "ffd-sorted", "pop"]),
     "smd": ("smd", ["philly", "--servers", "40", "--seed", "1"], [], ["smd", "esw"]),
     "oasis": ("oasis", ["philly", "--servers", "40", "--seed", "1"], [], ["oasis", "drf"]),
-    "hetero": ("hetero", ["alibaba", "--set", "pods=multigpu50", "--set", "workers=cluster"], [], ["sampling", "greedy"]),
-    "locality": ("locality", ["philly", "--servers", "40", "--seed", "1"], [], ["greedy-rr"]),
+    "hetero": ("hetero", ["alibaba", "--set", "pods=multigpu50", "--set", "workers=cluster"], [], ["sampling", "sampling-ls", "greedy"]),
+    "locality": ("locality", ["philly", "--servers", "15", "--seed", "1"], [], ["greedy-rr", "srpt"]),
     "harmony": ("harmony", ["philly", "--servers", "40", "--seed", "1"], [], ["standalone", "least-interference"]),
 }
 SIZES = (200, 500, 1000, 2000)

@@ -32,7 +32,8 @@ from mlsched_opt.problems.locality.bound import (
     standalone_bound,
     standalone_delays,
 )
-from mlsched_opt.problems.locality.formulation import MAX_EXACT_CELLS, build_model, model_cells
+from mlsched_opt.problems.locality.decision import MAX_EXACT_CELLS, model_cells
+from mlsched_opt.problems.locality.formulation import build_model
 from mlsched_opt.problems.locality.priority import rates, simulate, srpt_plan
 from mlsched_opt.problems.locality.view import locality_view, total_delay
 from mlsched_opt.report import SolveReport

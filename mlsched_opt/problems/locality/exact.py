@@ -1,7 +1,7 @@
 """``--method exact`` for locality: the exact MILP where it is small, a pooled-capacity search at any size.
 
 Our design (issue 32).  The offline MILP (:mod:`.formulation`) builds up to
-:data:`~.formulation.MAX_EXACT_CELLS` patterns, and HiGHS proves its optimum only on a few jobs
+:data:`~.decision.MAX_EXACT_CELLS` patterns, and HiGHS proves its optimum only on a few jobs
 (30 Philly jobs on two machines are not proven in 200 s).  At every size this method first runs
 :func:`pooled_search`:
 
@@ -33,7 +33,7 @@ from ...io.instance import Instance
 from ...report import SolveOptions, SolveReport
 from ..base import MethodResult
 from .bound import Generation, LagrangeBound, pooled_bound, schedule_columns, too_large
-from .formulation import model_cells
+from .decision import model_cells
 from .priority import Plan, empty_plan, follow, plan_decision, rates, simulate, srpt_plan
 from .view import LocalityView, check_size, locality_view, total_delay
 

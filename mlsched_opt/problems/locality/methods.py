@@ -28,7 +28,7 @@ from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report, timing_phrase
-from .formulation import decision
+from .decision import decision
 from .online import BOTH, Prices, Schedule, Task, v_greedy, v_pd
 from .view import LocalityView, check_size, locality_view, o3_ps, total_delay
 

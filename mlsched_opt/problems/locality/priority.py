@@ -43,7 +43,7 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ...tolerances import FIT_TOL, work_done_threshold
 from ..base import MethodResult, heuristic_report
-from .formulation import decision
+from .decision import decision
 from .view import LocalityView, check_size, locality_view, o3_ps, total_delay
 
 Task = tuple[int, int, int]  # (slot, machine, workers)
