@@ -277,6 +277,9 @@ class Family:
     quick
         The family's quickest algorithm: ``--method exact`` answers with it first and keeps the
         better checked answer (:mod:`.anytime`), so an exact solve is anytime at every size.
+    contract
+        A :class:`mlsched_opt.testing.Contract`: the family's data for the contract checks every family
+        answers to (:func:`mlsched_opt.testing.family_checks`): its toy, tiny cases, oracle, exceptions.
     """
 
     name: str
@@ -300,6 +303,7 @@ class Family:
     start: Callable[[Instance, Mapping[str, Any], pyo.ConcreteModel, float], str] | None = None
     model_cells: Callable[[Instance], int] | None = None
     quick: str | None = None
+    contract: Any = None
     methods: dict[str, Method] = field(init=False)
 
     def __post_init__(self) -> None:
