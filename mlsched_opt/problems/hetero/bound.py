@@ -389,7 +389,7 @@ def lp_relaxation(instance: Instance, options: Mapping[str, Any], solve_options:
     or, when the time limit stops it first, the best Lagrangian bound it proved (status ``feasible``).
 
     The columns are built as arrays and the master solved by HiGHS directly; the pricing covers
-    every vector within each job's size range (the LP of :func:`build_model`, which a test checks).
+    every vector within each job's size range (the LP of :func:`.formulation.build_model`, which a test checks).
     Everything, view included, stops at ``solve_options.time_limit``: then, before a first bound,
     none (``time-limit-no-solution``).
     """

@@ -594,7 +594,7 @@ class Generation:
 
     def run(self, deadline: float | None = None, max_rounds: int = MAX_ROUNDS, center: np.ndarray | None = None) -> LagrangeBound:
         """Generate columns until converged, ``max_rounds`` rounds (a work limit) or ``deadline``, from prices
-        ``center`` (e.g. :func:`price_lp`'s; zero by default); the bound is :attr:`bound` (also returned)."""
+        ``center`` (e.g. :func:`price_lp`'s; zero by default); the bound is ``self.bound`` (also returned)."""
         from ...clock import past
 
         best = self.bound

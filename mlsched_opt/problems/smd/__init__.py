@@ -10,7 +10,7 @@ Methods: ``exact`` (per-job enumeration + knapsack ILP, HiGHS or CP-SAT), ``smd`
 (Algorithm 1 grid + LPs, Algorithm 2 rounding, Frieze-Clarke), ``esw`` and ``optimus``
 (baseline inner allocations with the same outer knapsack).  Each of them stops at its time
 limit with the best answer so far (jobs not yet sized are not admitted).  The family's bound
-(``relaxation``) is the knapsack LP of the exact model, on arrays (:func:`.formulation.lp_relaxation`).
+(``relaxation``) is the knapsack LP of the exact model, on arrays (:func:`.bound.lp_relaxation`).
 
 ``mlsched import philly|pollux --problem smd`` builds instances from real traces (:mod:`.trace`).
 """
