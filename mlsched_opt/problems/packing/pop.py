@@ -43,10 +43,13 @@ from typing import Any
 
 import numpy as np
 
+from ...clock import past
 from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
-from . import arrays
+from . import aggregate, arrays
+from .bound import Configs, configs, server_shapes
+from .formulation import checker_limits
 from .methods import greedy, objective_value
 from .view import PackingView, packing_view
 
@@ -55,6 +58,9 @@ from .view import PackingView, packing_view
 #: 299, 32 use 296 (LP bound 225.7): small parts let HiGHS improve every part within its share.
 PAIRS_PER_PART = 2_500
 MAX_AUTO_PARTS = 64
+#: HiGHS branch-and-bound nodes per part: the work limit that lets every part finish, whatever the
+#: machine's load, so that the answer is the same for a seed (the time limit is only the safety stop)
+PART_NODES = 50
 
 
 def auto_parts(view: PackingView) -> int:
@@ -71,18 +77,11 @@ def split(view: PackingView, parts: int, seed: int) -> list[tuple[np.ndarray, np
     job_part = np.empty(len(view.jobs), dtype=np.int64)
     job_part[rng.permutation(len(view.jobs))] = np.arange(len(view.jobs)) % parts
     server_part = np.empty(len(view.capacity), dtype=np.int64)
-    reps, _ = arrays.shape_classes(view)
-    cls = _class_of(view, reps)
-    for c in range(len(reps)):
+    cls = server_shapes(view)
+    for c in range(int(cls.max()) + 1 if len(cls) else 0):
         members = rng.permutation(np.flatnonzero(cls == c))
         server_part[members] = (np.arange(len(members)) + int(rng.integers(parts))) % parts
     return [(np.flatnonzero(job_part == p), np.flatnonzero(server_part == p)) for p in range(parts)]
-
-
-def _class_of(view: PackingView, reps: np.ndarray) -> np.ndarray:
-    key = {(view.instance.servers[r].role, view.instance.servers[r].gpu_model, view.capacity[r].tobytes()): c
-           for c, r in enumerate(reps)}
-    return np.array([key[(s.role, s.gpu_model, view.capacity[i].tobytes())] for i, s in enumerate(view.instance.servers)])
 
 
 def _restricted(view: PackingView, servers: np.ndarray) -> PackingView:
@@ -90,6 +89,17 @@ def _restricted(view: PackingView, servers: np.ndarray) -> PackingView:
     mask = np.zeros(len(view.capacity), dtype=bool)
     mask[servers] = True
     return dataclasses.replace(view, eligible={t: e & mask[None, :] for t, e in view.eligible.items()})
+
+
+def _start(cfg: Configs, win: aggregate.Window, decision: Mapping[str, Any]) -> np.ndarray | None:
+    """The part's start (a decision on its jobs and servers) as the window model's vector."""
+    pos = {int(s): i for i, s in enumerate(win.servers)}
+    loads = np.zeros((cfg.types, len(win.servers)))
+    tasks = aggregate.tasks_of(cfg, decision)
+    for j, parts in tasks.items():
+        for kind, s, n in parts:
+            loads[cfg.job_type[j, kind], pos[s]] += n
+    return aggregate.x_from_loads(win, loads, np.isin(win.jobs, list(tasks)))
 
 
 def _merge(decisions: list[dict[str, Any]], view: PackingView) -> dict[str, Any]:
@@ -109,7 +119,10 @@ def pop(instance: Instance, options: Mapping[str, Any], solve_options: SolveOpti
     view = packing_view(instance)
     k = int(options.get("parts", 0)) or auto_parts(view)
     parts = split(view, k, solve_options.seed)
-    starts: list[dict[str, Any] | None] = [greedy(_restricted(view, servers), objective, jobs) for jobs, servers in parts]
+    cfg = configs(view)
+    limit = checker_limits(view).capacity
+    starts: list[dict[str, Any] | None] = [greedy(_restricted(view, servers), objective, jobs, servers="largest")
+                                           for jobs, servers in parts]
     best: list[dict[str, Any] | None] = list(starts)
     solved, cut = 0, False
     for p, (jobs, servers) in enumerate(parts):
@@ -117,19 +130,18 @@ def pop(instance: Instance, options: Mapping[str, Any], solve_options: SolveOpti
         if left < 0.05:
             cut = True
             break
-        model = arrays.build(view, objective, jobs, servers)
+        win = aggregate.build_window(cfg, objective, jobs, servers, limit[servers])
         first = starts[p]
-        x0 = None if first is None else arrays.x_from_decision(view, model, first)
-        share = left / (len(parts) - p)
-        res = arrays.solve(model, share, gap=solve_options.gap, seed=solve_options.seed, threads=solve_options.threads,
-                           presolve=solve_options.presolve, start=x0)
+        x0 = None if first is None else _start(cfg, win, first)
+        res = arrays.solve(win, left, gap=solve_options.gap, seed=solve_options.seed, threads=solve_options.threads,
+                           presolve=solve_options.presolve, start=x0, nodes=PART_NODES, integral=cfg.integral(objective))
         if res.x is not None:
-            best[p] = arrays.decision_from_x(view, model, res.x)
-        cut = cut or res.status not in ("optimal", "infeasible")
+            best[p] = aggregate.placement_of(view, aggregate.decide(cfg, win, res.x)[1])
+        cut = cut or res.status in ("time-limit-no-solution",) or (res.status == "feasible" and past(deadline))
         solved += res.status in ("optimal", "infeasible")
-    note = f"POP: {k} parts, {solved} solved exactly"
+    note = f"POP: {k} parts, {solved} solved exactly, the others stopped at {PART_NODES} nodes"
     if cut:
-        note += "; cut short by the time limit: parts not proven optimal keep their best answer so far"
+        note += "; cut short by the time limit: parts not reached keep their first-fit start"
     if any(d is None for d in best):
         decision = greedy(view, objective)
         note += "; some part has no placement of all its jobs on its servers, so this is first-fit decreasing on the whole instance"
