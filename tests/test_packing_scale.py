@@ -170,3 +170,16 @@ def test_scip_reads_the_mps_export_and_finds_the_same_optimum(objective, catalog
     scip.optimize()
     report, _ = solve_exact_arrays(inst, {"objective": objective}, EXACT)
     assert scip.getObjVal() == pytest.approx(report.objective)
+
+
+def test_a_model_too_large_for_a_referee_is_not_certified(catalog, monkeypatch):
+    """Past CERTIFY_MAX_PAIRS no referee is built (SCIP took 6 GB on 600k pairs): the optimum found is
+    'feasible' with gap 0 and the message says why it is not confirmed."""
+    monkeypatch.setattr(exact_module, "ARRAY_MIN_PAIRS", 0)
+    monkeypatch.setattr(exact_module, "CERTIFY_MAX_PAIRS", 0)
+    inst = _instance(catalog, 0, "weight")
+    sol = FAMILY.run(inst, "exact", EXACT, {"objective": "weight"})
+    assert sol.report.status == "feasible" and not sol.report.certified_by
+    assert "too large for a referee" in sol.report.message
+    assert sol.report.objective == sol.report.bound
+    _checked(inst, sol, "weight")

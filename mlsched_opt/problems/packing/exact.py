@@ -47,6 +47,9 @@ MILP_SETUP_S_PER_PAIR = 6e-6
 #: start (Alibaba 2,000 pods: nothing in 600 s on 2.5 million pairs, nothing in 88 s on 395k pairs
 #: on 256 nodes), and LNS and the bounds take the time
 FULL_MILP_PAIRS = 100_000
+#: A referee re-solves the Pyomo model only up to this many pairs: on Alibaba's 500 pods (600k pairs)
+#: SCIP's symmetry detection took 6 GB and a minute past the time limit before failing
+CERTIFY_MAX_PAIRS = FULL_MILP_PAIRS
 #: Share of the time left after the LP bound that column generation may take (it stops earlier at
 #: its work limit or when its rounded bound meets its master's)
 CG_SHARE = 0.4
@@ -241,9 +244,10 @@ def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: 
     if not solve_options.certify or report.status not in ("optimal", "infeasible"):
         return MethodResult(report, decision)
     pairs = packing_view(instance).pairs()
-    if deadline - time.perf_counter() < PYOMO_S_PER_PAIR * pairs:
+    if pairs > CERTIFY_MAX_PAIRS or deadline - time.perf_counter() < PYOMO_S_PER_PAIR * pairs:
         what = "infeasibility" if report.status == "infeasible" else "optimality"
-        why = f"no time was left to build the Pyomo model ({pairs} pairs) for a referee"
+        why = (f"the Pyomo model ({pairs} pairs) is past {CERTIFY_MAX_PAIRS} pairs, too large for a referee"
+               if pairs > CERTIFY_MAX_PAIRS else f"no time was left to build the Pyomo model ({pairs} pairs) for a referee")
         status = "time-limit-no-solution" if report.status == "infeasible" else "feasible"
         return MethodResult(dataclasses.replace(report, status=status, message="; ".join(
             filter(None, [report.message, f"highs (arrays) claimed {what}, not confirmed: {why}"]))), decision)
