@@ -1,10 +1,12 @@
 """``packing``: place fixed-size jobs (workers and PSs) on servers, all resources at once.
 
 The spine's first problem, wired through every layer: an exact ILP (HiGHS or CP-SAT), a
-first-fit-decreasing baseline, an independent checker and a generator.  At production scale
-the exact model, its LP bound and the POP-style partitioned method are built as arrays for
-HiGHS directly (:mod:`.arrays`).  Option ``objective``: ``weight`` (default) admits a subset of jobs of maximum total weight;
-``servers`` places every job on as few servers as possible.
+first-fit-decreasing baseline and its variants, an independent checker and a generator.  At
+production scale the exact model, its LP bound and the POP-style partitioned method are built as
+arrays for HiGHS directly (:mod:`.arrays`, :mod:`.aggregate`); the bound is the configuration LP
+(:mod:`.bound`) and the exact method searches large neighbourhoods (:mod:`.lns`).  Option
+``objective``: ``weight`` (default) admits a subset of jobs of maximum total weight; ``servers``
+places every job on as few servers as possible.
 """
 
 from __future__ import annotations

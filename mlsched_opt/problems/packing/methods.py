@@ -1,7 +1,9 @@
-"""First-fit decreasing for the packing problem.
+"""First-fit decreasing for the packing problem, and its variants ``ffd-large`` and ``bfd``.
 
 Jobs are taken in decreasing order of a key and placed task by task (workers first, then
-PSs), each task on the first server, in instance order, that may host it and has room.  A
+PSs), each task on the first server, in instance order, that may host it and has room
+(``ffd``; ``ffd-large`` tries the servers largest first, ``bfd`` the open server it leaves
+fullest, opening servers largest first).  A
 job that does not fit entirely is rolled back: in ``weight`` mode it is rejected, in
 ``servers`` mode the run fails (which proves nothing about feasibility).
 
