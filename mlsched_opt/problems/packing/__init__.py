@@ -1,10 +1,12 @@
 """``packing``: place fixed-size jobs (workers and PSs) on servers, all resources at once.
 
 The spine's first problem, wired through every layer: an exact ILP (HiGHS or CP-SAT), a
-first-fit-decreasing baseline, an independent checker and a generator.  At production scale
-the exact model, its LP bound and the POP-style partitioned method are built as arrays for
-HiGHS directly (:mod:`.arrays`).  Option ``objective``: ``weight`` (default) admits a subset of jobs of maximum total weight;
-``servers`` places every job on as few servers as possible.
+first-fit-decreasing baseline and its variants, an independent checker and a generator.  At
+production scale the exact model, its LP bound and the POP-style partitioned method are built as
+arrays for HiGHS directly (:mod:`.arrays`, :mod:`.aggregate`); the bound is the configuration LP
+(:mod:`.bound`) and the exact method searches large neighbourhoods (:mod:`.lns`).  Option
+``objective``: ``weight`` (default) admits a subset of jobs of maximum total weight; ``servers``
+places every job on as few servers as possible.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from .options import OBJECTIVES
 L = lazy(__name__)
 #: Largest ``parts`` a user may ask for (each part is one HiGHS run).
 MAX_PARTS = 1024
+#: Largest ``windows`` a user may ask for (each window is one HiGHS run)
+MAX_WINDOWS = 1_000_000
 
 FAMILY = Family(
     name="packing",
@@ -31,15 +35,25 @@ FAMILY = Family(
                "the exact ILP, solved to proven optimality (--solver, --gap); built as arrays for HiGHS, Pyomo for other solvers"),
         Method("ffd", MethodKind.HEURISTIC, L("methods:ffd"), "first-fit decreasing, task by task, rolling back jobs that do not fit",
                guarantee="none in general; 11/9 OPT + 6/9 (1-D bin packing) and OPT/2 (knapsack) in the special cases"),
+        Method("ffd-large", MethodKind.HEURISTIC, L("methods:ffd_large"), "first-fit decreasing on the servers taken largest first",
+               guarantee="none"),
+        Method("bfd", MethodKind.HEURISTIC, L("methods:bfd"),
+               "best-fit decreasing: each task on the open server it leaves fullest, servers opened largest first",
+               guarantee="none in general; 11/9 OPT + 6/9 in one-dimensional bin packing"),
+        Method("lns", MethodKind.HEURISTIC, L("lns:lns_method"),
+               "the best greedy variant, then large-neighbourhood search: windows of servers re-packed exactly by HiGHS",
+               guarantee="none; never worse than its greedy start"),
         Method("pop", MethodKind.HEURISTIC, L("pop:pop"),
                "POP (SOSP 2021), our adaptation: random parts of jobs and servers, each solved exactly by HiGHS, combined",
                guarantee="none in general (POP's argument: near-optimal on granular instances); parts=1 is the exact ILP"),
     ),
-    relaxation=L("exact:lp_relaxation"),
+    relaxation=L("bound:relaxation"),
     diagnose=L("view:diagnose"),
     options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed",
                     problem=True),
              Option("parts", 0, None, "pop: number of parts (0 = automatic from the instance's size)",
-                    minimum=0, maximum=MAX_PARTS)),
+                    minimum=0, maximum=MAX_PARTS),
+             Option("windows", 1000, None, "lns: most windows re-packed (a work limit; it also stops after 60 in a row without gain)",
+                    minimum=1, maximum=MAX_WINDOWS)),
     trace=TraceImport(("alibaba",), L("trace:from_trace")),
 )

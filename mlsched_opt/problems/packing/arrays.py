@@ -20,6 +20,7 @@ Two variants of the same builder serve the family's other array methods:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,26 +41,22 @@ INF = highspy.kHighsInf
 #: Wall seconds per column to read a solution back from HiGHS and turn it into a decision
 #: (measured: 0.5 s for 2.5 million columns on 2 shared cores).
 EXTRACT_S_PER_COL = 2e-7
+#: ``mip_abs_gap`` for an integral objective: HiGHS stops once its incumbent minus its bound is at most
+#: this, i.e. the bound rounded to an integer meets the incumbent; 1e-3 short of 1 covers HiGHS's
+#: tolerances on the bound
+INTEGRAL_ABS_GAP = 1.0 - 1e-3
 #: How far past its time limit HiGHS's MIP presolve may run before it looks at the clock (measured:
 #: 2.5 s on 2.5 million columns, 5 s under heavy contention on 2 shared cores).
 PRESOLVE_OVERRUN_S = 10.0
 
 
 @dataclass(frozen=True)
-class ArrayModel:
-    """``max/min cost x`` s.t. ``row_lo <= a x <= row_hi``, ``col_lo <= x <= col_hi``, all columns integer.
-
-    ``jobs`` and ``servers`` are the instance indices the model covers (for the aggregated
-    model, ``servers`` holds one representative per class); ``pairs[task] = (job, server)``
-    are positions in those arrays, one per column of the task's block, which starts at
-    ``first[task]`` (``first["admit"] = 0``; ``first["used"]`` in ``servers`` mode).
-    """
+class ModelArrays:
+    """A MILP as arrays, what :func:`solve` reads: ``max/min cost x`` s.t. ``row_lo <= a x <= row_hi``,
+    ``col_lo <= x <= col_hi``, all columns integer; ``objective`` ``servers`` minimizes, any other
+    maximizes.  :class:`ArrayModel` and :class:`.aggregate.Window` add what their columns mean."""
 
     objective: str
-    jobs: np.ndarray
-    servers: np.ndarray
-    pairs: dict[str, tuple[np.ndarray, np.ndarray]]
-    first: dict[str, int]
     cost: np.ndarray
     col_lo: np.ndarray
     col_hi: np.ndarray
@@ -78,6 +75,55 @@ class ArrayModel:
     @property
     def num_col(self) -> int:
         return len(self.cost)
+
+
+@dataclass(frozen=True)
+class ArrayModel(ModelArrays):
+    """``max/min cost x`` s.t. ``row_lo <= a x <= row_hi``, ``col_lo <= x <= col_hi``, all columns integer.
+
+    ``jobs`` and ``servers`` are the instance indices the model covers (for the aggregated
+    model, ``servers`` holds one representative per class); ``pairs[task] = (job, server)``
+    are positions in those arrays, one per column of the task's block, which starts at
+    ``first[task]`` (``first["admit"] = 0``; ``first["used"]`` in ``servers`` mode).
+    """
+
+    jobs: np.ndarray
+    servers: np.ndarray
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]]
+    first: dict[str, int]
+
+
+class Rows:
+    """Sparse rows gathered block by block (int32 indices: half the memory of numpy's default, and
+    what HiGHS takes), then one CSC matrix."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+        self.lo: list[np.ndarray] = []
+        self.hi: list[np.ndarray] = []
+        self.n = 0
+
+    def add(self, r: np.ndarray, c: np.ndarray, v: np.ndarray, n: int, row_lo: np.ndarray, row_hi: np.ndarray) -> None:
+        """``n`` rows: entries ``v`` at (``r`` within the block, column ``c``), bounds ``row_lo``, ``row_hi``."""
+        self.rows.append((r + self.n).astype(np.int32))
+        self.cols.append(c.astype(np.int32))
+        self.vals.append(v.astype(float))
+        self.lo.append(row_lo)
+        self.hi.append(row_hi)
+        self.n += n
+
+    def matrix(self, ncol: int) -> tuple[sparse.csc_matrix, np.ndarray, np.ndarray]:
+        """The matrix and the rows' bounds; the pieces are freed (HiGHS copies the matrix again)."""
+        a = sparse.csc_matrix((np.concatenate(self.vals) if self.vals else np.zeros(0),
+                               (np.concatenate(self.rows) if self.rows else np.zeros(0, dtype=np.int32),
+                                np.concatenate(self.cols) if self.cols else np.zeros(0, dtype=np.int32))), shape=(self.n, ncol))
+        lo = np.concatenate(self.lo) if self.lo else np.zeros(0)
+        hi = np.concatenate(self.hi) if self.hi else np.zeros(0)
+        for pieces in (self.rows, self.cols, self.vals, self.lo, self.hi):
+            pieces.clear()
+        return a, lo, hi
 
 
 @dataclass(frozen=True)
@@ -140,23 +186,8 @@ def build(view: PackingView, objective: str, jobs: np.ndarray | None = None, ser
         first["used"] = ncol
         ncol += nS
 
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
-    lo: list[np.ndarray] = []
-    hi: list[np.ndarray] = []
-    nrow = 0
-
-    def add_rows(r: np.ndarray, c: np.ndarray, v: np.ndarray, n: int, row_lo: np.ndarray, row_hi: np.ndarray) -> None:
-        nonlocal nrow
-        # int32 indices: half the memory of numpy's default, and what HiGHS takes
-        rows.append((r + nrow).astype(np.int32))
-        cols.append(c.astype(np.int32))
-        vals.append(v.astype(float))
-        lo.append(row_lo)
-        hi.append(row_hi)
-        nrow += n
-
+    out = Rows()
+    add_rows = out.add
     # placed: sum_s x[j, s] - count_j admit_j = 0 for every job with tasks of this kind
     for task, _ in TASKS:
         count = view.count(task)[J]
@@ -208,9 +239,7 @@ def build(view: PackingView, objective: str, jobs: np.ndarray | None = None, ser
             vv = np.concatenate([np.ones(n), -np.ones(n)])
             add_rows(r, cc, vv, n, np.zeros(n), np.full(n, INF))
 
-    a = sparse.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(nrow, ncol))
-    for pieces in (rows, cols, vals):
-        pieces.clear()  # the pieces are copied into the matrix: free them before HiGHS copies it again
+    a, row_lo, row_hi = out.matrix(ncol)
     cost = np.zeros(ncol)
     col_lo = np.zeros(ncol)
     col_hi = np.ones(ncol)
@@ -223,11 +252,11 @@ def build(view: PackingView, objective: str, jobs: np.ndarray | None = None, ser
         col_lo[:nJ] = 1.0  # every job is placed (the Pyomo model fixes admit to 1)
     else:
         cost[:nJ] = [view.jobs[j].weight for j in J]
-    return ArrayModel(objective, J, S, pairs, first, cost, col_lo, col_hi, a,
-                      np.concatenate(lo) if lo else np.zeros(0), np.concatenate(hi) if hi else np.zeros(0))
+    return ArrayModel(objective=objective, cost=cost, col_lo=col_lo, col_hi=col_hi, a=a, row_lo=row_lo, row_hi=row_hi,
+                      jobs=J, servers=S, pairs=pairs, first=first)
 
 
-def _highs(model: ArrayModel, relax: bool) -> highspy.Highs:
+def _highs(model: ModelArrays, relax: bool) -> highspy.Highs:
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     a = model.a
@@ -241,12 +270,17 @@ def _highs(model: ArrayModel, relax: bool) -> highspy.Highs:
     return h
 
 
-def solve(model: ArrayModel, time_limit: float, gap: float = 1e-6, seed: int = 0, threads: int = 1,
-          presolve: bool = True, relax: bool = False, start: np.ndarray | None = None, log: bool = False) -> ArraySolve:
+def solve(model: ModelArrays, time_limit: float, gap: float = 1e-6, seed: int = 0, threads: int = 1,
+          presolve: bool = True, relax: bool = False, start: np.ndarray | None = None, log: bool = False,
+          nodes: int | None = None, integral: bool = False) -> ArraySolve:
     """Solve the MILP (or its LP relaxation) with HiGHS within ``time_limit`` seconds.
 
     ``start`` is a feasible point offered as the first incumbent (HiGHS checks it and drops it
     if it is not); the search still proves its own bound, so a start never changes the optimum.
+    ``nodes`` caps HiGHS's branch-and-bound nodes (``mip_max_nodes``): a work limit, so that a
+    run that stops there stops at the same point however loaded the machine is.  ``integral``: every
+    feasible objective value is an integer, so HiGHS may stop once no integer lies strictly between its
+    bound and its incumbent (``mip_abs_gap`` :data:`INTEGRAL_ABS_GAP`), and the bound is rounded.
     """
     began = time.perf_counter()
     deadline = began + float(time_limit)
@@ -257,6 +291,10 @@ def solve(model: ArrayModel, time_limit: float, gap: float = 1e-6, seed: int = 0
     use_threads(h, int(threads))
     if not presolve:
         h.setOptionValue("presolve", "off")
+    if nodes is not None:
+        h.setOptionValue("mip_max_nodes", int(nodes))
+    if integral and not relax:
+        h.setOptionValue("mip_abs_gap", INTEGRAL_ABS_GAP)
     first: list[float] = []
     if not relax:
         h.cbMipImprovingSolution.subscribe(lambda _e: first.append(time.perf_counter()) if not first else None)
@@ -291,6 +329,8 @@ def solve(model: ArrayModel, time_limit: float, gap: float = 1e-6, seed: int = 0
         bound = objective if status == highspy.HighsModelStatus.kOptimal else None
     else:
         bound = proven_bound(float(info.mip_dual_bound))
+        if integral and bound is not None:
+            bound = integral_bound(bound, model.maximize)
     first_s = (first[0] - run_start) if first else (0.0 if has_x and start is not None else None)
     elapsed = time.perf_counter() - began
     if status == highspy.HighsModelStatus.kInfeasible:
@@ -303,12 +343,20 @@ def solve(model: ArrayModel, time_limit: float, gap: float = 1e-6, seed: int = 0
         why = "time limit" if stopped else h.modelStatusToString(status)
         stat = "time-limit-no-solution" if stopped else "error"
         return ArraySolve(stat, None, None, bound, elapsed, None, f"HiGHS stopped with no solution ({why})")
-    proved = status == highspy.HighsModelStatus.kOptimal
+    proved = status == highspy.HighsModelStatus.kOptimal or (
+        integral and not relax and bound is not None and objective is not None and abs(objective - bound) < 0.5)
     if proved and not relax:
         g = relative_gap(objective, bound)
         proved = g is not None and g <= gap + GAP_SLACK
     message = "" if proved else f"HiGHS stopped ({h.modelStatusToString(status)}) before proving optimality"
     return ArraySolve("optimal" if proved else "feasible", x, objective, bound, elapsed, first_s, message)
+
+
+def integral_bound(bound: float, maximize: bool) -> float:
+    """A bound on an integral objective rounded to the integer it proves (a relative 1e-6 of slack
+    for the solver's tolerances, as the LP bound's rounding)."""
+    slack = 1e-6 * max(1.0, abs(bound))
+    return float(math.floor(bound + slack)) if maximize else float(math.ceil(bound - slack))
 
 
 def decision_from_x(view: PackingView, model: ArrayModel, x: np.ndarray) -> dict[str, Any]:

@@ -21,13 +21,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...clock import offer
 from ...io.instance import Instance
 from ...report import SolveOptions, SolveReport, relative_gap
 from ...solvers.certify import certify
 from ...solvers.highs_lp import highspy_version
 from ..base import MethodResult
-from . import arrays
-from .methods import ffd
+from . import arrays, lns
+from .bound import column_generation, configs, decision_columns, lp_prices
+from .master import integer_master
+from .methods import best_greedy, objective_value
 from .view import PackingView, packing_view
 
 #: Pyomo builds the packing model in about this many wall seconds per (job, server) pair (measured:
@@ -40,6 +43,21 @@ ARRAY_MIN_PAIRS = 20_000
 #: Building the array MILP and handing it (and the FFD start) to HiGHS, wall seconds per pair
 #: (measured: 15 s for 2.46 million pairs, servers mode, Alibaba 2,000 pods, on 2 shared cores).
 MILP_SETUP_S_PER_PAIR = 6e-6
+#: The exact MILP is built only up to this many pairs: beyond, HiGHS was not seen to improve on the
+#: start (Alibaba 2,000 pods: nothing in 600 s on 2.5 million pairs, nothing in 88 s on 395k pairs
+#: on 256 nodes), and LNS and the bounds take the time
+FULL_MILP_PAIRS = 100_000
+#: A referee re-solves the Pyomo model only up to this many pairs: on Alibaba's 500 pods (600k pairs)
+#: SCIP's symmetry detection took 6 GB and a minute past the time limit before failing
+CERTIFY_MAX_PAIRS = FULL_MILP_PAIRS
+#: Share of the time left after the LP bound that column generation may take (it stops earlier at
+#: its work limit or when its rounded bound meets its master's)
+CG_SHARE = 0.4
+#: Share of the time then left that the integer master may take (it stops earlier at its node limit)
+MASTER_SHARE = 0.3
+#: Share of the time then left that LNS may take when the MILP is to run after it (it stops earlier
+#: when it stalls; without the MILP it takes the rest)
+LNS_SHARE = 0.6
 
 
 def _report(status: str, objective: float | None, bound: float | None, sense: str, solve_options: SolveOptions,
@@ -94,61 +112,117 @@ def _tighter(sense: str, a: float | None, b: float | None) -> float | None:
 
 def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
                        solve_options: SolveOptions) -> tuple[SolveReport, dict[str, Any] | None]:
-    """The exact MILP built as arrays and solved by HiGHS from an FFD start, within the time limit.
+    """The anytime exact search on arrays: a greedy start, the LP bound, large-neighbourhood search,
+    the configuration LP's bound, and the exact MILP from the best incumbent when it is small enough.
 
-    The LP bound (:func:`lp_relaxation`, rounded to the objective's integrality) comes first:
-    when the FFD start meets it, the start is optimal and HiGHS is not run; otherwise the
-    report's bound is the tighter of HiGHS's and the LP's, so a search stopped by the time
-    limit still reports a proven gap.  ``build_s`` is the array build; ``solve_s`` the FFD
-    start, the LP and HiGHS's run; the message gives each and when the first incumbent was known.
-    Not certified (see :func:`exact_method`).
+    1. the best of the greedy variants (:func:`.methods.best_greedy`) is the first incumbent;
+    2. the LP bound (:func:`lp_relaxation`, rounded to the objective's integrality): when the
+       incumbent meets it, the incumbent is optimal and nothing else runs;
+    3. column generation on the configuration LP (:mod:`.bound`), from the LP's prices and the
+       incumbent's configurations, tightens the bound in its share (:data:`CG_SHARE`);
+    4. price and branch (:func:`.master.integer_master`): the integer master over its columns;
+    5. LNS (:mod:`.lns`) improves the best incumbent until it meets the bound, stalls, or its
+       share is over;
+    6. the exact MILP (:mod:`.arrays`) from the incumbent, when it has at most :data:`FULL_MILP_PAIRS`
+       pairs and building it leaves HiGHS time; its bound counts with the others.
+
+    Every improvement is offered to the watchdog (:func:`~mlsched_opt.clock.offer`).
+
+    The status is ``optimal`` only when the incumbent meets a proven bound or HiGHS proves it (not
+    certified here, see :func:`exact_method`).  ``build_s`` is the MILP's build; ``solve_s`` the rest.
     """
     start = time.perf_counter()
     deadline = start + solve_options.time_limit
     objective = options["objective"]
     sense = "min" if objective == "servers" else "max"
     view = packing_view(instance)
-    seed = ffd(instance, options, dataclasses.replace(solve_options, time_limit=max(deadline - start, 0.01)))
-    ffd_s = time.perf_counter() - start
-    lp = lp_relaxation(instance, options, dataclasses.replace(solve_options, time_limit=max(deadline - time.perf_counter(), 1e-6)))
-    lp_s = time.perf_counter() - start - ffd_s
-    bound = None if lp.bound is None else _integral_bound(view, objective, lp.bound)
+    cfg = configs(view)
+    decision, first_name = best_greedy(view, objective)
+    value = None if decision is None else objective_value(view, decision, objective)
+    if decision is not None:
+        offer(_report("feasible", value, None, sense, solve_options, 0.0, time.perf_counter() - start,
+                      f"{first_name}, the search's start"), decision)
+    greedy_s = time.perf_counter() - start
+    lp = lp_prices(cfg, objective, deadline - time.perf_counter(), solve_options.threads)
+    lp_s = time.perf_counter() - start - greedy_s
+    bound = None if lp.value is None else _integral_bound(view, objective, lp.value)
     if lp.status == "infeasible":
-        return _report("infeasible", None, None, sense, solve_options, 0.0, ffd_s + lp_s,
+        return _report("infeasible", None, None, sense, solve_options, 0.0, greedy_s + lp_s,
                        f"the LP relaxation is infeasible (LP {lp_s:.3f} s)"), None
-    value = seed.report.objective
-    if value is not None and bound is not None and relative_gap(value, bound) == 0.0:
-        return _report("optimal", value, bound, sense, solve_options, 0.0, ffd_s + lp_s,
-                       "the FFD start meets the LP bound, so the MILP was neither built nor run; "
-                       f"FFD {ffd_s:.3f} s, LP {lp_s:.3f} s"), seed.decision
+    notes = [f"start: {first_name or 'none'} {value if value is not None else '-'} ({greedy_s:.3f} s); LP {lp_s:.3f} s"]
+
+    def met() -> bool:
+        return value is not None and bound is not None and relative_gap(value, bound) == 0.0
+
+    if met():
+        return _report("optimal", value, bound, sense, solve_options, 0.0, greedy_s + lp_s,
+                       f"the {first_name} start meets the LP bound, so nothing else was run; " + notes[0]), decision
     pairs = view.pairs()
     setup_s = MILP_SETUP_S_PER_PAIR * pairs
-    if deadline - time.perf_counter() < 2 * setup_s:
-        # building it would leave HiGHS less time than the building took: the answer is FFD's, with the LP bound
-        return _report("feasible" if seed.decision is not None else "time-limit-no-solution", value, bound, sense,
-                       solve_options, 0.0, ffd_s + lp_s,
-                       f"the MILP ({pairs} pairs, about {setup_s:.0f} s to build and hand to HiGHS) was not built in the "
-                       f"time left; the FFD start is the answer; FFD {ffd_s:.3f} s, LP {lp_s:.3f} s"), seed.decision
+    full = pairs <= FULL_MILP_PAIRS
+
+    def better(found: dict[str, Any], found_value: float, how: str) -> None:
+        nonlocal decision, value
+        if value is None or (found_value < value if sense == "min" else found_value > value):
+            decision, value = found, found_value
+            offer(_report("feasible", value, bound, sense, solve_options, 0.0, time.perf_counter() - start, how), decision)
+
+    began = time.perf_counter()
+    cg = column_generation(cfg, objective, began + CG_SHARE * max(deadline - began, 0.0),
+                           start=decision_columns(cfg, decision or {}), target=value, center=lp.pi,
+                           threads=solve_options.threads)
+    bound = _tighter(sense, bound, cg.bound)
+    notes.append(f"configuration LP: {cg.summary()}, {time.perf_counter() - began:.1f} s")
+    if not met() and cg.columns and time.perf_counter() < deadline:
+        began = time.perf_counter()
+        found = integer_master(cfg, objective, cg, MASTER_SHARE * (deadline - began), seed=solve_options.seed,
+                               threads=solve_options.threads)
+        if found is not None:
+            better(found, objective_value(view, found, objective), "price and branch on the configuration LP's columns")
+        notes.append(f"integer master: {objective_value(view, found, objective) if found is not None else 'none'}, "
+                     f"{time.perf_counter() - began:.1f} s")
+    if not met() and decision is not None and time.perf_counter() < deadline:
+        began = time.perf_counter()
+        lns_end = began + (LNS_SHARE if full and deadline - began > 2 * setup_s else 1.0) * (deadline - began)
+
+        def improved(inc: lns.Incumbent) -> None:
+            better(inc.decision(), inc.value(), "large-neighbourhood search, still running")
+
+        out = lns.search(cfg, objective, decision, lns_end, seed=solve_options.seed, target=bound, on_better=improved,
+                         threads=solve_options.threads)
+        notes.append(f"LNS: {out.windows} windows, {out.improved} improved, stopped: {out.stopped}, "
+                     f"{time.perf_counter() - began:.1f} s")
+    if met():
+        return _report("optimal", value, bound, sense, solve_options, 0.0, time.perf_counter() - start,
+                       "the incumbent meets the proven bound; " + "; ".join(notes)), decision
+    status = "feasible" if decision is not None else "time-limit-no-solution"
+    if not full or deadline - time.perf_counter() < 2 * setup_s:
+        why = (f"the MILP ({pairs} pairs) is past {FULL_MILP_PAIRS} pairs" if not full else
+               f"the MILP ({pairs} pairs, about {setup_s:.0f} s to build and hand to HiGHS) was not built in the time left")
+        return _report(status, value, bound, sense, solve_options, 0.0, time.perf_counter() - start,
+                       "; ".join([why, *notes])), decision
     built = time.perf_counter()
     model = arrays.build(view, objective)
-    x0 = None if seed.decision is None else arrays.x_from_decision(view, model, seed.decision)
+    x0 = None if decision is None else arrays.x_from_decision(view, model, decision)
     build_s = time.perf_counter() - built
     sizes = f"arrays: {model.num_col} columns, {model.a.shape[0]} rows, {model.a.nnz} nonzeros built in {build_s:.3f} s"
     left = deadline - time.perf_counter()
     if left < 0.01:
-        return _report("feasible" if seed.decision is not None else "time-limit-no-solution", value, bound, sense,
-                       solve_options, build_s, ffd_s + lp_s,
-                       f"no time was left for HiGHS; the FFD start is the answer; {sizes}"), seed.decision
+        return _report(status, value, bound, sense, solve_options, build_s, time.perf_counter() - start - build_s,
+                       "; ".join([f"no time was left for HiGHS; {sizes}", *notes])), decision
     res = arrays.solve(model, left, gap=solve_options.gap, seed=solve_options.seed, threads=solve_options.threads,
-                       presolve=solve_options.presolve, start=x0, log=solve_options.log)
-    decision = None if res.x is None else arrays.decision_from_x(view, model, res.x)
+                       presolve=solve_options.presolve, start=x0, log=solve_options.log, integral=cfg.integral(objective))
+    if res.x is not None:
+        decision, value = arrays.decision_from_x(view, model, res.x), res.objective
     first = "none" if res.first_incumbent_s is None else f"{res.first_incumbent_s:.3f} s"
-    note = f"{sizes}; FFD {ffd_s:.3f} s, LP {lp_s:.3f} s; HiGHS {res.solve_s:.3f} s, first incumbent at {first}"
+    notes.append(f"{sizes}; HiGHS {res.solve_s:.3f} s, first incumbent at {first}")
     status, best, why = res.status, _tighter(model.sense, res.bound, bound), res.message
-    if status == "feasible" and relative_gap(res.objective, best) == 0.0:
-        status, why = "optimal", "HiGHS stopped early, but its incumbent meets the LP bound"
-    return _report(status, res.objective, best, model.sense, solve_options, build_s, ffd_s + lp_s + res.solve_s,
-                   "; ".join(filter(None, [why, note]))), decision
+    if res.x is None and decision is not None:
+        status = "feasible"
+    if status == "feasible" and relative_gap(value, best) == 0.0:
+        status, why = "optimal", "HiGHS stopped early, but its incumbent meets the proven bound"
+    return _report(status, value, best, model.sense, solve_options, build_s, time.perf_counter() - start - build_s,
+                   "; ".join(filter(None, [why, *notes]))), decision
 
 
 def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
@@ -170,9 +244,10 @@ def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: 
     if not solve_options.certify or report.status not in ("optimal", "infeasible"):
         return MethodResult(report, decision)
     pairs = packing_view(instance).pairs()
-    if deadline - time.perf_counter() < PYOMO_S_PER_PAIR * pairs:
+    if pairs > CERTIFY_MAX_PAIRS or deadline - time.perf_counter() < PYOMO_S_PER_PAIR * pairs:
         what = "infeasibility" if report.status == "infeasible" else "optimality"
-        why = f"no time was left to build the Pyomo model ({pairs} pairs) for a referee"
+        why = (f"the Pyomo model ({pairs} pairs) is past {CERTIFY_MAX_PAIRS} pairs, too large for a referee"
+               if pairs > CERTIFY_MAX_PAIRS else f"no time was left to build the Pyomo model ({pairs} pairs) for a referee")
         status = "time-limit-no-solution" if report.status == "infeasible" else "feasible"
         return MethodResult(dataclasses.replace(report, status=status, message="; ".join(
             filter(None, [report.message, f"highs (arrays) claimed {what}, not confirmed: {why}"]))), decision)
