@@ -16,7 +16,8 @@ REPLAN_GUARANTEE = ("none (our design, a rolling-horizon heuristic): at each arr
                     "jointly on the capacity left; it never looks at later arrivals")
 
 #: Offline MILPs up to this many variables are built (by Pyomo) and solved to a certified optimum, from the
-#: search's schedule; larger instances go to the plan-improve search of :mod:`.exact` (our design: at
-#: 200 Philly jobs on 15 + 15 servers, 62,000 variables, build, solve and certification take 35 s on 2 cores;
-#: at 500 jobs, 155,000 variables, they did not end within 240 s).
-FULL_MODEL_MAX = 100_000
+#: search's schedule; larger instances go to the plan-improve search of :mod:`.exact` (our design: with Philly
+#: jobs, 62,000 variables (200 jobs, 15 + 15 servers) took 35 s to build, solve and certify on 2 idle cores and
+#: 187 s on 2 loaded ones; 55,000 (500 jobs, 5 + 5 servers) 233 s, and the certification did not end, where
+#: the search reaches the window LP's bound in seconds).
+FULL_MODEL_MAX = 50_000
