@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
 from .generate import OPTIONS as GENERATE_OPTIONS
-from .options import OASIS_GUARANTEE, RANGES, UNITS
+from .options import FULL_MODEL_MAX, OASIS_GUARANTEE, RANGES, REPLAN_GUARANTEE, UNITS
 from .trace import OPTIONS as TRACE_OPTIONS
 
 L = lazy(__name__)
@@ -51,9 +51,15 @@ FAMILY = Family(
     generate_options=GENERATE_OPTIONS,
     start=L("methods:exact_start"),
     algorithms=(
+        Method("exact", MethodKind.EXACT, L("exact:exact_method"),
+               "the offline MILP, solved to proven optimality (--solver, --gap) where it fits; beyond "
+               f"{FULL_MODEL_MAX:,} variables a plan-improve search (column MILP, packing, LNS) with the window LP's bound"),
         Method("oasis", MethodKind.ONLINE, L("methods:run_oasis"),
                "OASiS: exponential prices, best schedule per arriving job (DP + greedy), admit on positive payoff",
                guarantee=OASIS_GUARANTEE),
+        Method("replan", MethodKind.ONLINE, L("methods:run_replan"),
+               "rolling-horizon re-plan: at each arrival, every known job not started is planned jointly (column LP/MILP, "
+               "packing); started jobs keep their plans", guarantee=REPLAN_GUARANTEE),
         Method("fifo", MethodKind.BASELINE, L("methods:run_fifo"),
                "FIFO: arrival order, fixed gang drawn from [1, 30], no backfilling (seeded)"),
         Method("drf", MethodKind.BASELINE, L("methods:run_drf"), "DRF: all admitted, progressive filling of dominant shares every slot"),

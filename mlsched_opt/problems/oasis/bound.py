@@ -54,6 +54,7 @@ import highspy
 import numpy as np
 from scipy import sparse
 
+from ...errors import ModelTooLarge
 from ...io.instance import Instance
 from ...report import SolveReport
 from ...solvers import SolveOptions, relaxation
@@ -114,7 +115,11 @@ def exact_relaxation(view: OasisView, deadline: float) -> float | None:
     left = deadline - time.perf_counter()
     if left <= 0 or model_size(view) > SMALL_MODEL:
         return None
-    report = relaxation(offline_model(view), SolveOptions(time_limit=left))
+    try:
+        model = offline_model(view)
+    except ModelTooLarge:  # a lowered size limit: the window LP stands alone
+        return None
+    report = relaxation(model, SolveOptions(time_limit=left))
     return report.objective if report.status == "optimal" and report.objective is not None else None
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pyomo.environ as pyo
 
-from ...errors import InstanceError
+from ...errors import ModelTooLarge
 from ...io.instance import Instance
 from ...tolerances import capacity_limit, work_done_threshold
 from .online import SlotRun
@@ -115,7 +115,8 @@ def offline_model(view: OasisView, file: str | None = None) -> pyo.ConcreteModel
     wbound, pbound = _bounds(view)
     size = model_size(view, wbound, pbound)
     if size > MAX_VARIABLES:
-        raise InstanceError(f"the offline MILP would have {size} variables, more than the {MAX_VARIABLES} the exact method "
+        # ModelTooLarge, so that an anytime exact method answers without the model instead of refusing
+        raise ModelTooLarge(f"the offline MILP would have {size} variables, more than the {MAX_VARIABLES} the exact method "
                             "builds; use an algorithm (--method oasis) or fewer slots, servers or jobs", file, "time.slots")
     Y = [(i, h, t) for i, j in jobs.items() for h in range(view.H) if wbound[i][h] > 0 for t in range(j.arrival, T)]
     Z = [(i, k, t) for i, j in jobs.items() for k in range(view.K) if pbound[i][k] > 0 for t in range(j.arrival, T)]

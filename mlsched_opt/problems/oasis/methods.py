@@ -6,6 +6,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...clock import offer
 from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
@@ -58,6 +59,24 @@ def _run(view: OasisView, params: PriceParams, options: Mapping[str, Any], deadl
     return policy, simulate(view, policy)
 
 
+def run_replan(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    """The rolling-horizon re-plan of :mod:`.replan` (online; no guarantee)."""
+    from .replan import Replan  # late: it loads HiGHS
+
+    start = time.perf_counter()
+    view = oasis_view(instance, options["ranges"])
+    policy = Replan(view, seed=solve_options.seed, deadline=start + solve_options.time_limit)
+    # the time limit bounds the re-planning (the replay of the plans is cheap and runs to the end)
+    outcome = simulate(view, policy)
+    message = f"completed {len(outcome.completion)}/{len(view.jobs)}, {policy.stats['replans']} re-plans"
+    if policy.cut_short:
+        message += (f"; cut short by the time limit ({solve_options.time_limit:g} s): {policy.cut_short} step(s) stopped early, "
+                    "later arrivals not planned")
+    report = heuristic_report("max", outcome.utility(view), time.perf_counter() - start, "replan",
+                              {**options, "seed": solve_options.seed}, message)
+    return MethodResult(report, decision(view, outcome, {"policy": dict(policy.stats)}))
+
+
 def bench_extra(instance: Instance, solution, options: Mapping[str, Any]) -> dict[str, Any]:
     """The row extras of ``mlsched bench``: jobs completed, and OASiS's competitive bound 2 alpha
     (a ratio within it is what Theorem 3 promises under the formula's prices)."""
@@ -93,15 +112,33 @@ run_fifo, run_drf, run_rrh, run_dorm = (baseline(name) for name in ("fifo", "drf
 
 
 def exact_start(instance: Instance, options: Mapping[str, Any], model, seconds: float) -> str:
-    """OASiS's schedule as the exact solve's start: ``x``, ``u``, ``y``, ``z`` and ``v`` of the
-    offline MILP set from its admitted jobs, their per-slot counts and completion slots (every
-    schedule the checker accepts is a point of the model, so HiGHS takes it as its first
-    incumbent; if it did not, HiGHS would drop it and lose nothing)."""
+    """The better of OASiS's schedule and the search's (:mod:`.exact`) as the exact solve's
+    start: ``x``, ``u``, ``y``, ``z`` and ``v`` of the offline MILP set from its admitted jobs, their
+    per-slot counts and completion slots (every schedule the checker accepts is a point of the model,
+    so HiGHS takes it as its first incumbent; if it did not, HiGHS would drop it and lose nothing).
+    The search's schedule is also offered as the run's answer so far (:func:`~mlsched_opt.clock.offer`)."""
+    from .exact import search  # late: the search loads HiGHS
+
     start = time.perf_counter()
     view: OasisView = model._view
     policy, run = _run(view, price_params(view, options), options, start + seconds)
-    if policy.cut_short:
-        return f"no start: OASiS did not finish within {seconds:.2g} s"
+    notes = [f"no start from OASiS: it did not finish within {seconds:.2g} s" if policy.cut_short
+             else f"start: the OASiS schedule, utility {run.utility(view):.6g} ({time.perf_counter() - start:.2f} s)"]
+    best = None if policy.cut_short else run
+    state, _stats = search(view, start + seconds, 0, rounds=0)
+    found = state.outcome()
+    if best is None or found.utility(view) > best.utility(view):
+        best = found
+        offer(heuristic_report("max", found.utility(view), time.perf_counter() - start, "highs", dict(options),
+                               "the search's schedule (the exact solve's start)"), decision(view, found))
+        notes.append(f"the search's schedule, utility {found.utility(view):.6g}, is the start")
+    if best is None:
+        return "; ".join(notes)
+    _set_start(model, view, best)
+    return "; ".join(notes)
+
+
+def _set_start(model, view: OasisView, run: SlotRun) -> None:
     done = run.completion
     values: list[tuple[Any, float]] = [(var, float(i in done)) for i, var in model.x.items()]
     values += [(var, float(done.get(i) == t)) for (i, t), var in model.u.items()]
@@ -111,4 +148,3 @@ def exact_start(instance: Instance, options: Mapping[str, Any], model, seconds: 
     values += [(var, float(ps[i][k, t]) if i in done else 0.0) for (i, k, t), var in model.z.items()]
     values += [(var, float(i in done and workers[i][:, t].sum() > 0)) for (i, t), var in model.v.items()]
     model._start = values
-    return f"start: the OASiS schedule, utility {run.utility(view):.6g} ({time.perf_counter() - start:.2f} s)"
