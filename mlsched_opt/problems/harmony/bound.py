@@ -180,9 +180,9 @@ def configurations(world: World, types: np.ndarray, n_max: float) -> tuple[np.nd
     every one (else a subset: the homogeneous ones), and ``theta_cap`` (see :class:`Fluid`)."""
     L = len(types)
     alone = step_floor(world, types, np.eye(L))[np.arange(L), np.arange(L)]
-    cap_n = n_max if math.isfinite(n_max) else 0.0
-    theta_cap = cap_n / alone
-    n = int(min(n_max, 10_000)) if math.isfinite(n_max) else 0
+    # no limit on the workers of a server (no resource they need): no bound on its throughput either
+    theta_cap = n_max / alone if math.isfinite(n_max) else np.full(L, np.inf)
+    n = int(min(n_max, 10_000)) if math.isfinite(n_max) else 64
     exhaustive = math.isfinite(n_max) and math.comb(n + L, L) - 1 <= MAX_CONFIGS
     if exhaustive:
         counts = np.array([np.bincount(c, minlength=L) for size in range(1, n + 1)
@@ -198,7 +198,8 @@ def throughput_cap(f: Fluid, lam: np.ndarray) -> np.ndarray:
     """Per bucket, at least ``max_c lambda_b . theta(c)`` over every configuration, shape (B,)."""
     if f.exhaustive:
         return (lam @ f.theta.T).max(axis=1, initial=0.0) if len(f.theta) else np.zeros(len(lam))
-    return (lam * f.theta_cap[None, :]).max(axis=1, initial=0.0)
+    with np.errstate(invalid="ignore"):   # 0 x inf where a price is 0: that type adds nothing
+        return np.where(lam > 0, lam * f.theta_cap[None, :], 0.0).max(axis=1, initial=0.0)
 
 
 def lagrangian(f: Fluid, lam: np.ndarray, mu: np.ndarray) -> float:
@@ -206,7 +207,8 @@ def lagrangian(f: Fluid, lam: np.ndarray, mu: np.ndarray) -> float:
     J = len(f.d)
     if J == 0:
         return 0.0
-    lam = np.maximum(lam, 0.0)
+    # prices on throughput rows that nothing bounds would price nothing: a valid bound needs them at 0
+    lam = np.maximum(lam, 0.0) if f.exhaustive or np.all(np.isfinite(f.theta_cap)) else np.zeros_like(lam)
     mu = np.maximum(mu, 0.0)
     B, length, start = f.B, f.length, f.edges[:-1]
     price = (start[None, :] - f.a[:, None]) / f.A[:, None] + lam[:, f.tix].T / f.T_star[:, None] + f.phi @ mu.T

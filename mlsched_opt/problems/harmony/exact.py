@@ -612,10 +612,10 @@ BOUND_SHARE = 0.5
 CHECK_SHARE = 0.05
 #: a heuristic run is started only when at least this multiple of the last run's time is left
 RUN_MARGIN = 1.3
-#: hold thresholds of marginal's pattern search move by this factor (up and down) while they improve
-HOLD_STEP = 1.6
-#: hold shares (of a job's standalone run, added to the hold threshold) tried after the hold search
-SLACKS = (0.0, 0.25, 1.0)
+#: marginal's coordinate search moves its hold and hold_share by these factors (up, else down) while they improve
+STEPS = (1.6, 1.25)
+#: the hold_share tried up from 0 (a factor cannot move it)
+SHARE_FROM_ZERO = 0.1
 
 
 @dataclass(frozen=True)
@@ -640,10 +640,11 @@ def anytime_search(view: HarmonyView, options, solve_options) -> tuple:
     started when at least :data:`RUN_MARGIN` times the last one's time is left): marginal in shortest-
     first order at ``--set hold``; the throughput LP's bound (:mod:`.bound`) in at most
     :data:`BOUND_SHARE` of the time then left; marginal in arrival order, standalone-first and
-    least-interference shortest first; then a pattern search on marginal's hold threshold in the better
-    of its two orders (up by :data:`HOLD_STEP` while the average JCT improves, else down) and its
-    slack (:data:`SLACKS`).  Every step depends on the answers only, never on the clock, so a run that
-    completes the list gives the same answer on any machine; the caller's message says how far it got.
+    least-interference shortest first; then a coordinate search on marginal's ``hold`` and
+    ``hold_share`` in the better of its two orders: each moved up by the first factor of :data:`STEPS`
+    while the average JCT improves, else down, in turns until neither moves, then the same with the
+    next factor.  Every step depends on the answers only, never on the clock, so a run that completes
+    the search gives the same answer on any machine; the caller's message says how far it got.
 
     Returns ``(best result or None, bound report or None, labels of the runs made, runs skipped for time)``.
     """
@@ -700,17 +701,22 @@ def anytime_search(view: HarmonyView, options, solve_options) -> tuple:
         run(trial)
     arrival = results.get(Trial("marginal", "fifo", hold, share))
     order = "fifo" if arrival is not None and arrival < (results.get(first) or math.inf) else "sjf"
-    centre, value = hold, results.get(Trial("marginal", order, hold, share))
-    for step in (HOLD_STEP, 1.0 / HOLD_STEP):
-        moved, h = False, centre
-        while not past(deadline):
-            h *= step
-            found = run(Trial("marginal", order, h, share))
-            if found is None or (value is not None and found >= value - 1e-12):
-                break
-            centre, value, moved = h, found, True
-        if moved:
-            break
-    for slack in SLACKS:
-        run(Trial("marginal", order, centre, slack))
+    point, value = (hold, share), results.get(Trial("marginal", order, hold, share))
+
+    def moved(p: tuple[float, float], axis: int, factor: float) -> tuple[float, float]:
+        x = p[axis] * factor if p[axis] > 0 or factor < 1 else (SHARE_FROM_ZERO if axis == 1 else 1.0)
+        return (x, p[1]) if axis == 0 else (p[0], x)
+
+    for factor in STEPS:
+        improved = True
+        while improved and not past(deadline):
+            improved = False
+            for axis in (0, 1):
+                for f in (factor, 1.0 / factor):
+                    while not past(deadline):
+                        candidate = moved(point, axis, f)
+                        found = run(Trial("marginal", order, *candidate))
+                        if found is None or (value is not None and found >= value - 1e-12):
+                            break
+                        point, value, improved = candidate, found, True
     return (best[0] if best else None), bound, ran, skipped
