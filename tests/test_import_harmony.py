@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,9 +68,10 @@ def test_philly_real_arrivals_online_methods(run, tmp_path, data_dir):
     inst = load_instance(out)
     assert "arrivals: real submit times, slot = floor(t / 300 s)" in inst.document["source"]
     assert [j.arrival_slot for j in inst.jobs] == [0, 0, 1, 3, 5, 7]   # the window's submit times, 300 s intervals
-    for method in ("exact", "surrogate"):
-        code, _, err = run("solve", out, "--method", method)
-        assert code == 2 and "static batch" in err, (method, err)
+    code, _, err = run("solve", out, "--method", "surrogate")
+    assert code == 2 and "static batch" in err, err
+    code, text, err = run("solve", out, "--method", "exact", "--json")   # anytime beyond static batches (issue 32)
+    assert code == 0 and json.loads(text)["status"] == "feasible", err
 
 
 def test_approximation_solves_a_larger_import(run, tmp_path, data_dir):

@@ -15,11 +15,15 @@ start in any interval from its arrival on, so waiting for a bad neighbour to fin
 or ``simultaneous`` (every job starts in its arrival interval, spec 6a's static reference).  The
 exact search, every method and the checker enforce both.
 
-Methods: ``exact`` (exhaustive search over static batches, placements and start intervals), ``surrogate`` (the linearized MILP of
-6c, HiGHS or CP-SAT, scored in the true world), ``myopic`` (6b's online reference), ``drl``
-(Harmony's policy; needs the ``rl`` extra) and the heuristics ``load-balance``, ``tetris``,
-``least-interference``, ``packing``, ``standalone``, ``random`` and the deferral variants
-``least-interference-defer`` and ``standalone-defer``.
+Methods: ``exact`` (exhaustive search over static batches, placements and start intervals; beyond
+its size, anytime: the best of a fixed list of heuristic runs with the throughput LP's bound),
+``surrogate`` (the linearized MILP of 6c, HiGHS or CP-SAT, scored in the true world), ``myopic``
+(6b's online reference), ``drl`` (Harmony's policy; needs the ``rl`` extra), ``marginal`` (each job
+where it adds the least delay, or held back; our design, issue 32) and the heuristics
+``load-balance``, ``tetris``, ``least-interference``, ``packing``, ``standalone``, ``random`` and the
+deferral variants ``least-interference-defer`` and ``standalone-defer``.  ``--set order`` sets the
+queue order of every simulated method (``fifo``, the default and the papers', ``sjf`` or ``area``).
+The bound (``relaxation``) is the throughput LP of :mod:`.bound`, never below every job alone.
 
 Deferral [our design, issue 21]: the simulator asks a chooser, at each queued job's turn,
 whether to hold it back this interval ("not now"); a job may be held back by choice only within
@@ -33,7 +37,20 @@ from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
 from .generate import OPTIONS as GENERATE_OPTIONS
-from .options import DEFER_MAX, DEFERRING, DRL_GUARANTEE, EXACT_GUARANTEE, MAX_INTERVALS, MYOPIC_GUARANTEE, SURROGATE_GUARANTEE, WORLDS
+from .options import (
+    DEFER_MAX,
+    DEFERRING,
+    DRL_GUARANTEE,
+    EXACT_GUARANTEE,
+    HOLD,
+    HOLD_SHARE,
+    MARGINAL_GUARANTEE,
+    MAX_INTERVALS,
+    MYOPIC_GUARANTEE,
+    ORDERS,
+    SURROGATE_GUARANTEE,
+    WORLDS,
+)
 from .trace import OPTIONS as TRACE_OPTIONS
 from .train_options import TRAIN_OPTIONS
 
@@ -58,15 +75,17 @@ FAMILY = Family(
     sense=lambda options: "min",
     generate=L("generate:generate"),
     generate_options=GENERATE_OPTIONS,
-    # the surrogate's LP relaxation bounds nothing in the true world; the bound is every job alone
-    relaxation=L("methods:standalone_bound"),
-    bound_label="standalone (bound)",
+    # the surrogate's LP relaxation bounds nothing in the true world; the bound is the throughput LP
+    # (capacity and co-location throughput over time, never below every job alone)
+    relaxation=L("bound:throughput_bound"),
+    bound_label="throughput LP (bound)",
     train=_train,
     train_options=TRAIN_OPTIONS,
     algorithms=(
         Method("exact", MethodKind.ORACLE, L("methods:run_exact"),
                "exhaustive search of a static batch in the true world: placements and start intervals "
-               "(server symmetry, proven delay bound)",
+               "(server symmetry, proven delay bound); beyond its size anytime: the best of a fixed list of heuristic "
+               "runs with the throughput LP's bound",
                guarantee=EXACT_GUARANTEE),
         Method("surrogate", MethodKind.ORACLE, L("methods:run_surrogate"),
                "linearized pairwise-interference MILP (spec 6c, --solver cpsat|highs), scored in the true world",
@@ -86,6 +105,10 @@ FAMILY = Family(
         Method("standalone", MethodKind.BASELINE, L("methods:run_standalone"),
                "standalone-first: a server with no other job, else the least loaded"),
         Method("random", MethodKind.BASELINE, L("methods:run_random"), "a random feasible server (seeded)"),
+        Method("marginal", MethodKind.HEURISTIC, L("methods:run_marginal"),
+               "each queued job where it adds the least delay (its slowdown and its neighbours'), held back while that "
+               "exceeds --set hold + hold_share x its standalone run (our design)",
+               guarantee=MARGINAL_GUARANTEE),
         Method("least-interference-defer", MethodKind.BASELINE, L("methods:run_least_interference_defer"),
                "least-interference that holds a job back (--set defer=D) while it would run below "
                f"{DEFERRING['least-interference-defer'][1]:g} of its standalone speed or a shorter job queues behind it"),
@@ -106,6 +129,13 @@ FAMILY = Family(
                "this many intervals of its arrival (then it starts as soon as it fits; 0: never held back)",
                minimum=0, maximum=10_000),
         Option("group", 3, None, "myopic: queued jobs placed jointly per search", minimum=1, maximum=4),
+        Option("order", "fifo", ORDERS,
+               "queue order of every simulated method: fifo (arrival; a job rolled back stays at the head), sjf (shortest "
+               "standalone run first) or area (fewest worker-intervals, W x standalone run, first)"),
+        Option("hold", HOLD, None,
+               "marginal: hold a queued job back while placing it would add more than hold + hold_share x its standalone "
+               "run intervals of delay (its own slowdown and its neighbours')", minimum=0.0, maximum=1e9),
+        Option("hold_share", HOLD_SHARE, None, "marginal: see hold", minimum=0.0, maximum=1e6),
         Option("max_intervals", MAX_INTERVALS, None,
                "refuse before simulating when the jobs' standalone runs add up to more scheduling intervals than this",
                minimum=1, maximum=100_000_000),

@@ -61,6 +61,26 @@ class LoadBalance(Heuristic):
         return _load(env)
 
 
+class Planned(LoadBalance):
+    """A chooser that places each job by a plan made at its turn, ``(role, server)`` steps taken in any
+    order a task's role allows; a task the plan does not cover (or no longer fits) goes where load
+    balancing puts it."""
+
+    plan: dict[int, list[tuple[str, int]]]
+
+    def choose(self, env: Env, j: int, role: str, mask: np.ndarray) -> int:
+        steps = self.plan.get(j)
+        if steps:
+            for n, (r, m) in enumerate(steps):
+                if r == role and mask[m]:
+                    steps.pop(n)
+                    return m
+        return super().choose(env, j, role, mask)
+
+    def end_job(self, env: Env, j: int, placed: bool) -> None:
+        self.plan.pop(j, None)
+
+
 class Packing(Heuristic):
     def score(self, env, j, role):
         return -_load(env)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...errors import OptionError
 from ...tolerances import DONE_TOL, capacity_limit
-from .baselines import LoadBalance
+from .baselines import Planned
 from .simulate import Env
 from .view import HarmonyView
 from .world import Jobs, World, cached_per_world, speeds
@@ -246,7 +246,7 @@ def static_jct(view: HarmonyView, w: np.ndarray, p: np.ndarray) -> np.ndarray:
     return finish / view.slot_s
 
 
-class Myopic(LoadBalance):
+class Myopic(Planned):
     """Myopic-optimal online reference (spec 6b(1)): per interval, the joint placement of the next
     ``group`` queued jobs maximising the sum of normalised speeds of everything running, found by
     exhaustive search in the true world; jobs past the group are planned in the next group."""
@@ -262,18 +262,6 @@ class Myopic(LoadBalance):
         if j not in self.plan:
             queue = [k for k in env.queue if k not in self.plan]
             self._plan(env, queue[queue.index(j):][: self.group])
-
-    def choose(self, env: Env, j: int, role: str, mask: np.ndarray) -> int:
-        steps = self.plan.get(j)
-        if steps:
-            for n, (r, m) in enumerate(steps):
-                if r == role and mask[m]:
-                    steps.pop(n)
-                    return m
-        return super().choose(env, j, role, mask)
-
-    def end_job(self, env: Env, j: int, placed: bool) -> None:
-        self.plan.pop(j, None)
 
     def _plan(self, env: Env, group: list[int]) -> None:
         while group:
@@ -614,3 +602,121 @@ def exhaustive_any(view: HarmonyView, time_limit: float) -> AnyResult:
     k = best[2]
     return AnyResult(best[1], w[k], p[k], best[0], len(w), seen, horizon, complete, time.perf_counter() - began,
                      bound=best[0] if complete else min(best[0], lower))
+
+
+# --- beyond the exhaustive search: anytime ----------------------------------------------------------------
+
+#: share of what is left after the first heuristic run that the throughput LP's bound may take
+BOUND_SHARE = 0.5
+#: share of the time limit kept for the caller's check of the answer and its writing
+CHECK_SHARE = 0.05
+#: a heuristic run is started only when at least this multiple of the last run's time is left
+RUN_MARGIN = 1.3
+#: marginal's coordinate search moves its hold and hold_share by these factors (up, else down) while they improve
+STEPS = (1.6, 1.25)
+#: the hold_share tried up from 0 (a factor cannot move it)
+SHARE_FROM_ZERO = 0.1
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One heuristic run of the anytime search: a method in a queue order (marginal with its threshold)."""
+
+    method: str
+    order: str
+    hold: float = 0.0
+    slack: float = 0.0
+
+    def label(self) -> str:
+        if self.method != "marginal":
+            return f"{self.method} (order={self.order})"
+        return f"marginal (order={self.order}, hold={self.hold:g}, hold_share={self.slack:g})"
+
+
+def anytime_search(view: HarmonyView, options, solve_options) -> tuple:
+    """The best answer of a fixed list of heuristic runs, and the throughput LP's bound.
+
+    Our design (issue 32).  In this order, each run only when the time left allows it (a run is
+    started when at least :data:`RUN_MARGIN` times the last one's time is left): marginal in shortest-
+    first order at ``--set hold``; the throughput LP's bound (:mod:`.bound`) in at most
+    :data:`BOUND_SHARE` of the time then left; marginal in arrival order, standalone-first and
+    least-interference shortest first; then a coordinate search on marginal's ``hold`` and
+    ``hold_share`` in the better of its two orders: each moved up by the first factor of :data:`STEPS`
+    while the average JCT improves, else down, in turns until neither moves, then the same with the
+    next factor.  Every step depends on the answers only, never on the clock, so a run that completes
+    the search gives the same answer on any machine; the caller's message says how far it got.
+
+    Returns ``(best result or None, bound report or None, labels of the runs made, runs skipped for time)``.
+    """
+    import dataclasses as dc
+
+    from ...clock import offer, past
+    from .baselines import make_heuristic
+    from .bound import bound_of_view
+    from .marginal import Marginal
+    from .methods import HOLD_ANY_TIME, run_outcome
+    from .options import HOLD, HOLD_SHARE
+
+    began = time.perf_counter()
+    deadline = began + solve_options.time_limit * (1.0 - CHECK_SHARE)
+    results: dict[Trial, float | None] = {}
+    best: list = []   # [result] of the best run so far
+    ran: list[str] = []
+    skipped = 0
+    last = 0.0
+
+    def run(trial: Trial) -> float | None:
+        nonlocal last, skipped
+        if trial in results:
+            return results[trial]
+        left = deadline - time.perf_counter()
+        if past(deadline) or left < RUN_MARGIN * last:
+            skipped += 1
+            return None
+        opts = {**options, "order": trial.order}
+        t0 = time.perf_counter()
+        so = dc.replace(solve_options, time_limit=left)
+        if trial.method == "marginal":
+            result = run_outcome(view, Marginal(view, trial.hold, trial.slack), trial.label(), opts, so,
+                                 defer_max=HOLD_ANY_TIME, skip_quiet=True)
+        else:
+            result = run_outcome(view, make_heuristic(trial.method, solve_options.seed), trial.label(), opts, so)
+        last = time.perf_counter() - t0
+        ran.append(trial.label())
+        value = results[trial] = result.report.objective if result.decision is not None else None
+        if value is not None and (not best or value < best[0].report.objective - 1e-12):
+            best[:] = [result]
+            offer(result.report, result.decision)
+        return value
+
+    hold, share = float(options.get("hold", HOLD)), float(options.get("hold_share", HOLD_SHARE))
+    first = Trial("marginal", "sjf", hold, share)
+    run(first)
+    bound = None
+    if not past(deadline):
+        budget = BOUND_SHARE * max(deadline - time.perf_counter(), 0.0)
+        bound = bound_of_view(view, options, dc.replace(solve_options, time_limit=budget))
+    for trial in (Trial("marginal", "fifo", hold, share), Trial("standalone", "sjf"), Trial("standalone", "fifo"),
+                  Trial("least-interference", "sjf")):
+        run(trial)
+    arrival = results.get(Trial("marginal", "fifo", hold, share))
+    order = "fifo" if arrival is not None and arrival < (results.get(first) or math.inf) else "sjf"
+    point, value = (hold, share), results.get(Trial("marginal", order, hold, share))
+
+    def moved(p: tuple[float, float], axis: int, factor: float) -> tuple[float, float]:
+        x = p[axis] * factor if p[axis] > 0 or factor < 1 else (SHARE_FROM_ZERO if axis == 1 else 1.0)
+        return (x, p[1]) if axis == 0 else (p[0], x)
+
+    for factor in STEPS:
+        improved = True
+        while improved and not past(deadline):
+            improved = False
+            for axis in (0, 1):
+                for f in (factor, 1.0 / factor):
+                    while not past(deadline):
+                        candidate = moved(point, axis, f)
+                        found = run(Trial("marginal", order, *candidate))
+                        if found is None or (value is not None and found >= value - 1e-12):
+                            break
+                        point, value, improved = candidate, found, True
+    return (best[0] if best else None), bound, ran, skipped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,15 +15,27 @@ from ...solvers import SolveOptions, SolveReport, solve
 from ...tolerances import capacity_limit
 from ..base import MethodResult, heuristic_report
 from .baselines import make_heuristic
-from .exact import Myopic, exhaustive, exhaustive_any, job_options, monotone_world, standalone_speed, static_jct
+from .exact import (
+    Myopic,
+    anytime_search,
+    exhaustive,
+    exhaustive_any,
+    job_options,
+    monotone_world,
+    standalone_intervals,
+    standalone_speed,
+    static_jct,
+)
 from .formulation import build_model, decision_from_model
-from .options import DEFER_MAX, MAX_INTERVALS
+from .options import DEFER_MAX, HOLD, HOLD_SHARE, MAX_INTERVALS, ORDERS
 from .simulate import Chooser, HarmonyRun, TimeLimitReached, placement_decision, simulate
 from .view import HarmonyView, check_horizon, view_of
 
 #: share of the time limit after which an anytime method hands the jobs still unplaced to
 #: standalone-first, so that the rest of the simulation fits in the time left
 HANDOVER_SHARE = 0.6
+#: a deferral window no trace reaches: a chooser with its own hold rule may hold a job whenever some job holds servers
+HOLD_ANY_TIME = 10**12
 
 
 def _outcome_result(view: HarmonyView, outcome: HarmonyRun, name: str, options: Mapping[str, Any], elapsed: float,
@@ -48,19 +61,35 @@ def simulating_view(instance: Instance, options: Mapping[str, Any]) -> HarmonyVi
     return view
 
 
+def queue_priority(view: HarmonyView, order: str) -> np.ndarray | None:
+    """The simulator's queue priority for ``--set order`` (lower first; ``None``: arrival order)."""
+    if order == "fifo":
+        return None
+    run = standalone_intervals(view)
+    if order == "sjf":
+        return run
+    if order == "area":
+        return run * view.jobs.W
+    raise OptionError(f"order must be one of {', '.join(ORDERS)}, got {order!r}", field="--set order")
+
+
 def run_outcome(view: HarmonyView, chooser: Chooser, name: str, options: Mapping[str, Any], solve_options: SolveOptions,
-                note: str = "", anytime: bool = False, began: float | None = None) -> MethodResult:
+                note: str = "", anytime: bool = False, began: float | None = None, defer_max: int | None = None,
+                skip_quiet: bool = False) -> MethodResult:
     """Simulate under ``chooser`` within the time limit and report; under ``starts=simultaneous``
     a run that had to delay a job has no decision the checker accepts: status ``failed``.
 
     ``anytime``: after :data:`HANDOVER_SHARE` of the time limit the jobs still unplaced go to
     standalone-first (a slow chooser cut short still answers; the message says so).  ``began``:
-    when the method started (its setup counts against the limit too)."""
+    when the method started (its setup counts against the limit too).  The queue is in ``--set
+    order``; ``defer_max`` (default: the ``defer`` rule) and ``skip_quiet`` go to the simulator."""
     start = time.perf_counter()
     limit = max(0.0, solve_options.time_limit - (start - (began if began is not None else start)))
+    defer = defer_rule(options) if defer_max is None or options.get("starts", "any") == "simultaneous" else defer_max
     try:
         outcome = simulate(view, chooser, time_limit=limit, fallback=make_heuristic("standalone") if anytime else None,
-                           switch_s=HANDOVER_SHARE * limit if anytime else None, defer_max=defer_rule(options))
+                           switch_s=HANDOVER_SHARE * limit if anytime else None, defer_max=defer,
+                           priority=queue_priority(view, str(options.get("order", "fifo"))), skip_quiet=skip_quiet)
     except TimeLimitReached as stop:
         report = SolveReport("time-limit-no-solution", None, None, "min", name, "mlsched-opt", dict(options),
                              solve_s=time.perf_counter() - start, message=f"{stop}; no complete placement")
@@ -101,6 +130,18 @@ run_least_interference_defer = heuristic("least-interference-defer")
 run_standalone_defer = heuristic("standalone-defer")
 
 
+def run_marginal(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    """Marginal-delay list scheduling (:mod:`.marginal`): its own hold rule, not ``--set defer`` (a job
+    waits only while some job holds servers, so no window is needed to keep the trace moving)."""
+    from .marginal import Marginal
+
+    began = time.perf_counter()
+    view = simulating_view(instance, options)
+    chooser = Marginal(view, float(options.get("hold", HOLD)), float(options.get("hold_share", HOLD_SHARE)))
+    return run_outcome(view, chooser, "marginal", options, solve_options, anytime=True, began=began,
+                       defer_max=HOLD_ANY_TIME, skip_quiet=True)
+
+
 def run_myopic(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     began = time.perf_counter()
     view = simulating_view(instance, options)
@@ -109,13 +150,50 @@ def run_myopic(instance: Instance, options: Mapping[str, Any], solve_options: So
 
 
 def run_exact(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
+    """The exhaustive search where it applies (a static batch of identical servers within its size
+    limits): optimal by exhaustion.  Elsewhere anytime (:func:`~.exact.anytime_search`): the best
+    heuristic answer found in the time limit with the throughput LP's bound, ``feasible``."""
+    began = time.perf_counter()
     view = view_of(instance, options, require_fit=False)
     reason = misfit_reason(view)
     if reason:   # no schedule at all, whatever the start rule: an answer, not an error
         return MethodResult(SolveReport("infeasible", None, None, "min", "enumeration", "mlsched-opt", dict(options),
                                         message=reason), None)
-    if options.get("starts", "any") == "any":
-        return _run_exact_any(view, options, solve_options)
+    if not view.static:
+        refused = "it needs a static batch; these jobs arrive over time"
+    else:
+        try:
+            if options.get("starts", "any") == "any":
+                return _run_exact_any(view, options, solve_options)
+            return _run_exact_simultaneous(view, options, solve_options)
+        except OptionError as exc:   # beyond the exhaustive search: anytime at every size (issue 32)
+            refused = exc.reason
+    check_horizon(instance, view, int(options.get("max_intervals", MAX_INTERVALS)))
+    left = max(solve_options.time_limit - (time.perf_counter() - began), 0.0)
+    return _run_anytime(view, options, dataclasses.replace(solve_options, time_limit=left), refused)
+
+
+def _run_anytime(view: HarmonyView, options: Mapping[str, Any], solve_options: SolveOptions, refused: str) -> MethodResult:
+    start = time.perf_counter()
+    result, bound, ran, skipped = anytime_search(view, options, solve_options)
+    proven = bound.bound if bound is not None and bound.status == "optimal" else None
+    notes = [f"the exhaustive search does not apply ({refused}): anytime search, {len(ran)} heuristic runs"]
+    if skipped:
+        notes.append(f"{skipped} more not started for the time limit (a longer limit may find a better answer)")
+    if result is not None:
+        notes.append(f"the best: {result.report.solver}")
+    notes.append(f"bound: {bound.message}" if bound is not None else "no time was left for the throughput LP's bound")
+    message = "; ".join(notes)
+    if result is None or result.report.objective is None:
+        status = "time-limit-no-solution" if skipped else "failed"
+        return MethodResult(SolveReport(status, None, proven, "min", "anytime search", "mlsched-opt", dict(options),
+                                        solve_s=time.perf_counter() - start, message=message), None)
+    report = SolveReport("feasible", result.report.objective, proven, "min", "anytime search", "mlsched-opt", dict(options),
+                         solve_s=time.perf_counter() - start, message=message)
+    return MethodResult(report, result.decision)
+
+
+def _run_exact_simultaneous(view: HarmonyView, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     res = exhaustive(view, solve_options.time_limit)
     stats = f"{res.product} joint placements, {res.canonical} after pruning and server symmetry"
     if res.avg_jct is None:

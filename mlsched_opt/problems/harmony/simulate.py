@@ -279,7 +279,8 @@ def rollback(env: Env, j: int) -> None:
 
 def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = None,
              on_interval: Callable[[Env, float], None] | None = None, time_limit: float | None = None,
-             fallback: Chooser | None = None, switch_s: float | None = None, defer_max: int = 0) -> HarmonyRun:
+             fallback: Chooser | None = None, switch_s: float | None = None, defer_max: int = 0,
+             priority: np.ndarray | None = None, skip_quiet: bool = False) -> HarmonyRun:
     """Run the whole trace under ``chooser``; speeds from ``speed_fn`` (default: the true world).
 
     ``on_interval(env, reward)`` is called after each interval in which something ran (training
@@ -289,11 +290,12 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
     ``fallback`` and ``switch_s`` (seconds, below ``time_limit``), the jobs still unplaced after
     ``switch_s`` are placed by ``fallback`` (anytime: a fast heuristic finishes the schedule).
     ``defer_max``: the deferral rule (:meth:`Env.may_defer`); 0 never asks the chooser to defer.
+    ``priority`` and ``skip_quiet``: see :func:`run_steps`.
     """
     began = time.perf_counter()
     deadline = None if time_limit is None else began + time_limit
     handover = None if fallback is None or switch_s is None else Handover(fallback, began + switch_s)
-    steps = run_steps(view, speed_fn, on_interval, deadline, defer_max)
+    steps = run_steps(view, speed_fn, on_interval, deadline, defer_max, priority, skip_quiet)
 
     def decider(env: Env) -> Chooser:
         # who decides a job is settled at its turn: the handover switches between jobs
@@ -326,10 +328,18 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
 
 
 def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: Callable[[Env, float], None] | None = None,
-              deadline: float | None = None, defer_max: int = 0) -> Steps:
+              deadline: float | None = None, defer_max: int = 0, priority: np.ndarray | None = None,
+              skip_quiet: bool = False) -> Steps:
     """The simulation of :func:`simulate` as a generator: every decision is yielded as an
     :class:`Ask` and answered by ``send`` (so an RL environment can step it one action at a time);
-    returns the :class:`HarmonyRun`.  ``deadline``: a ``time.perf_counter`` value."""
+    returns the :class:`HarmonyRun`.  ``deadline``: a ``time.perf_counter`` value.
+
+    ``priority``: the queue order, ascending ``(priority[j], j)`` at every interval (``None``: arrival
+    order, a job rolled back staying at the head).  ``skip_quiet``: no placement round in an interval
+    where nothing changed since the last one (no job placed in it, none finished since, none arrived,
+    no deferral window closed), which asks the chooser exactly what it was asked before; only for a
+    chooser whose answers depend on the cluster's state alone (deterministic, no interval count), whose
+    answers it leaves unchanged (our design: 2,000-job traces queue for thousands of intervals)."""
     # only the true world's speeds are reused while the running set is unchanged: a given speed_fn
     # may record each call (training logs reward samples per interval)
     reuse = speed_fn is None
@@ -342,6 +352,7 @@ def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: C
     rewards: list[float] = []
     fallbacks = decisions = deferrals = 0
     k = 0
+    changed = True   # whether the cluster or the queue changed since the last placement round
     while pending or queue or env.running.any():
         report_progress(int(env.done.sum()), view.J)
         if deadline is not None and time.perf_counter() > deadline:
@@ -350,9 +361,15 @@ def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: C
             k = max(k, int(view.arrival[pending[0]]))
         while pending and view.arrival[pending[0]] <= k:
             queue.append(pending.pop(0))
+            changed = True
         env.interval = k
-        env.held = []
-        placed = (yield from _place_queue(env, queue)) if queue else []
+        if priority is not None and changed:
+            queue.sort(key=lambda j: (priority[j], j))
+        if queue and (changed or not skip_quiet or _window_closes(view, queue, k, env.defer_max)):
+            env.held = []
+            placed = yield from _place_queue(env, queue)
+        else:
+            placed = []
         if queue and not placed and not env.running.any():
             # a chooser that fragments the empty cluster must not stall the trace
             j = queue[0]
@@ -372,7 +389,9 @@ def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: C
             env.running[j] = True
             env.start[j] = k
             env.placed_w[j], env.placed_p[j] = env.w[j], env.p[j]
+        finished = int(env.done.sum())
         reward = _advance(env, k, speed_fn, reuse)
+        changed = bool(placed) or int(env.done.sum()) > finished
         rewards.append(reward)
         if on_interval is not None:
             on_interval(env, reward)
@@ -380,6 +399,11 @@ def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: C
     assert env.placed_w is not None and env.placed_p is not None  # Env.empty sets them
     return HarmonyRun(env.start.copy(), env.placed_w.copy(), env.placed_p.copy(), env.finish_s.copy(), rewards, fallbacks, decisions,
                       deferrals=deferrals)
+
+
+def _window_closes(view: HarmonyView, queue: list[int], k: int, defer_max: int) -> bool:
+    """Whether a queued job's deferral window closes at interval ``k`` (it may no longer be held back)."""
+    return defer_max > 0 and bool(np.any(view.arrival[queue] + defer_max == k))
 
 
 def _advance(env: Env, k: int, speed_fn: SpeedFn, reuse: bool = False) -> float:
