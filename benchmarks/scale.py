@@ -70,7 +70,7 @@ def solve_point(path: Path, method: str, limit: float, extra: tuple[str, ...] = 
         ratio = bound / objective if sense == "max" else objective / bound
     check = rep.get("check") or {}
     return {"wall_s": round(wall, 2), "within_limit": wall <= 1.1 * limit, "peak_mb": round(usage.ru_maxrss / 1024),
-            "status": rep.get("status", f"exit {proc.returncode}"), "objective": objective, "bound": bound,
+            "status": rep.get("status", f"exit {proc.returncode}"), "objective": objective, "bound": bound, "sense": sense,
             "ratio_bound": None if ratio is None else round(max(ratio, 1.0), 4),
             "check": "ok" if check.get("feasible") else ("-" if not check else "FAILED"),
             "method_s": round(rep.get("wall_s") or 0, 2),

@@ -1,10 +1,11 @@
 """The hard scale ladder: capacity-binding instances from 200 to 2,000 jobs, where "every job at its
 best" is far from every answer, so a bracket says something (issue 32).
 
-    python benchmarks/scale_hard.py --out runs/hard [--families packing,oasis] [--sizes 200,2000] [--parallel 2]
+    python benchmarks/scale_hard.py --out runs/hard [--families packing-servers,oasis] [--sizes 200,2000] [--parallel 2] [--keep]
 
-For each family and size: one ``mlsched import`` (the commands below, the issue's: Alibaba pods with
-``pods=multigpu50`` on the whole cluster; Philly jobs on tens of servers), then ``mlsched solve
+For each run and size: one ``mlsched import`` (:data:`RUNS`, the issue's commands: Alibaba pods with
+``pods=multigpu50``, on the whole cluster for packing's ``servers`` objective and on one node per 8
+pods for its ``weight``; Philly jobs on 15 to 80 servers), then ``mlsched solve
 --json`` of ``--method exact`` (``--time-limit 240``, the issue's promise) and of each approximation
 (``--time-limit 60``), each a process of its own measured as a user runs it (wall time of the whole
 process, peak resident memory).  Per point:
@@ -26,23 +27,30 @@ import argparse
 import csv
 import json
 import math
-import os
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scale  # a sibling script, not a package: its solve_point measures a process as a user runs it
+
 #: run -> (family, import arguments before -o, solve arguments, methods); the exact method always runs first
 RUNS: dict[str, tuple[str, list[str], list[str], list[str]]] = {
-    "packing": ("packing", ["alibaba", "--set", "pods=multigpu50"], [], ["ffd", "ffd-sorted", "pop"]),
+    # every pod placed on as few of the 1,523 nodes as possible: FFD in file order mixes node shapes
     "packing-servers": ("packing", ["alibaba", "--set", "pods=multigpu50"], ["--set", "objective=servers"],
-                        ["ffd", "ffd-sorted", "pop"]),
+                        ["ffd", "ffd-large", "bfd", "lns", "pop"]),
+    # most weight admitted on one node per 8 pods (about 70 % of the pods fit: capacity binds)
+    "packing-weight": ("packing", ["alibaba", "--set", "pods=multigpu50", "--servers", "{jobs/8}"], [],
+                       ["ffd", "ffd-large", "bfd", "lns", "pop"]),
     "smd": ("smd", ["philly", "--servers", "40", "--seed", "1"], [], ["smd", "esw"]),
-    "oasis": ("oasis", ["philly", "--servers", "40", "--seed", "1"], [], ["oasis", "drf"]),
+    # 15 GPU + 15 CPU nodes: at 2,000 jobs the window LP's bound is far below every job at its best
+    "oasis": ("oasis", ["philly", "--servers", "15", "--seed", "1"], [], ["oasis", "replan", "drf", "fifo"]),
     "hetero": ("hetero", ["alibaba", "--set", "pods=multigpu50", "--set", "workers=cluster"], [], ["sampling", "sampling-ls", "greedy"]),
     "locality": ("locality", ["philly", "--servers", "15", "--seed", "1"], [], ["greedy-rr", "srpt"]),
-    "harmony": ("harmony", ["philly", "--servers", "40", "--seed", "1"], [], ["standalone", "least-interference"]),
+    # 80 nodes: queues form in the bursts (benchmarks/harmony_scale.toml also runs 40, where they never drain)
+    "harmony": ("harmony", ["philly", "--servers", "80", "--seed", "1"], [],
+                ["standalone", "least-interference", "marginal"]),
 }
 SIZES = (200, 500, 1000, 2000)
 EXACT_LIMIT = 240.0
@@ -57,6 +65,7 @@ def mlsched(*args: str) -> list[str]:
 
 def import_point(out: Path, run: str, jobs: int) -> tuple[Path | None, dict]:
     family, source, _solve, _methods = RUNS[run]
+    source = [a.replace("{jobs/8}", str(max(1, jobs // 8))) for a in source]
     path = out / f"{family}-{'-'.join(a.split('=')[-1] for a in source if not a.startswith('-'))}-{jobs}.json"
     if not path.exists():
         done = subprocess.run(mlsched("import", source[0], "--problem", family, "--jobs", str(jobs), *source[1:], "-o", str(path)),
@@ -70,25 +79,9 @@ def import_point(out: Path, run: str, jobs: int) -> tuple[Path | None, dict]:
 
 
 def solve_point(path: Path, method: str, limit: float, extra: list[str]) -> dict:
-    """``mlsched solve --json`` in a process of its own: its wall time, peak memory and answer."""
-    start = time.perf_counter()
-    logs = path.with_name(f"{path.stem}-{method}{''.join(extra).replace('--set', '-').replace('=', '_')}")
-    with open(logs.with_suffix(".out"), "w+") as out, open(logs.with_suffix(".err"), "w+") as err:
-        proc = subprocess.Popen(mlsched("solve", str(path), "--method", method, "--time-limit", str(limit), "--json",
-                                        "--threads", "1", *extra), stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        out.seek(0)
-        text = out.read()
-        err.seek(0)
-        errors = err.read()
-    doc = json.loads(text) if text.strip().startswith("{") else {}
-    check = doc.get("check") or {}
-    return {"method": method, "time_limit": limit, "wall_s": round(wall, 2), "within_limit": wall <= 1.1 * limit,
-            "peak_mb": round(usage.ru_maxrss / 1024), "status": doc.get("status", f"exit {os.waitstatus_to_exitcode(status)}"),
-            "objective": doc.get("objective"), "bound": doc.get("bound"), "sense": doc.get("sense"),
-            "check": "ok" if check.get("feasible") else ("-" if not check else "FAILED"),
-            "message": (doc.get("message") or errors.strip()[-300:]).replace("\n", " ")[:400]}
+    """``mlsched solve --json`` in a process of its own, one thread: its wall time, peak memory and answer."""
+    row = scale.solve_point(path, method, limit, ("--threads", "1", *extra))
+    return {"method": method, "time_limit": limit, **row}
 
 
 def ratio(value: float | None, reference: float | None, sense: str | None) -> float | None:
@@ -194,6 +187,7 @@ def main() -> None:
     ap.add_argument("--exact-limit", type=float, default=EXACT_LIMIT)
     ap.add_argument("--method-limit", type=float, default=METHOD_LIMIT)
     ap.add_argument("--parallel", type=int, default=1, help="solve processes at a time")
+    ap.add_argument("--keep", action="store_true", help="keep DIR/hard.csv's rows of the points not run now (a ladder in parts)")
     ap.add_argument("--redraw", action="store_true", help="only redraw hard.md and hard.png from DIR/hard.csv")
     args = ap.parse_args()
     out = Path(args.out)
@@ -228,6 +222,10 @@ def main() -> None:
 
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         rows = list(pool.map(one, work))
+    if args.keep and (out / "hard.csv").exists():
+        now = {(r["run"], r["jobs"]) for r in rows}
+        kept = [r for r in read(out / "hard.csv") if (r["run"], r["jobs"]) not in now]
+        rows = sorted(kept + rows, key=lambda r: (list(RUNS).index(r["run"]) if r["run"] in RUNS else len(RUNS), r.get("jobs") or 0))
     write(rows, out)
     print(table(rows))
     late = [r for r in rows if r.get("within_limit") is False]
