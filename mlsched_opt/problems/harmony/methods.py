@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import OptionError
 from ...io.instance import Instance
-from ...solvers import SolveOptions, SolveReport, solve
+from ...report import SolveOptions, SolveReport
 from ..base import MethodResult, heuristic_report
 from .baselines import Myopic, make_heuristic
 from .decision import counts_from_decision, placement_decision
@@ -159,7 +159,8 @@ def run_surrogate(instance: Instance, options: Mapping[str, Any], solve_options:
     if not view.static:
         raise OptionError("the surrogate places a static batch (every job arriving in interval 0)", field="--method")
     start = time.perf_counter()
-    from .formulation import build_model, decision_from_model  # late: Pyomo, for this method alone
+    from ...solvers import solve  # late: Pyomo, for this method alone
+    from .formulation import build_model, decision_from_model
 
     model = build_model(instance, options)
     report = solve(model, solve_options, build_s=time.perf_counter() - start)
