@@ -46,7 +46,7 @@ def _outcome_result(view: HarmonyView, outcome: HarmonyRun, name: str, options: 
 
 def simulating_view(instance: Instance, options: Mapping[str, Any]) -> HarmonyView:
     """The view for a method that simulates the trace, refused before simulating when the
-    simulation would be too long (:func:`~.view.check_horizon`)."""
+    simulation would be too long (:func:`check_horizon`)."""
     view = view_of(instance, options)
     check_horizon(instance, view, int(options.get("max_intervals", MAX_INTERVALS)))
     return view
