@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def read_meta(path: str) -> dict:
-    from mlsched_opt.problems.harmony.policy import _read_policy_document
+    from mlsched_opt.problems.harmony.rl.policy import _read_policy_document
 
     return _read_policy_document(Path(path)).get("meta", {})
 

@@ -1,5 +1,5 @@
 """An off-the-shelf RL baseline for harmony: sb3-contrib's maskable PPO trained on
-:class:`~mlsched_opt.problems.harmony.gym_env.HarmonyEnv`, against our drl policy and the
+:class:`~mlsched_opt.problems.harmony.rl.gym_env.HarmonyEnv`, against our drl policy and the
 standalone heuristics, on the held-out test traces (issue 21).
 
     python benchmarks/harmony_gym.py --world default --timesteps 20000 --seed 0 --out runs/harmony_gym
@@ -7,7 +7,7 @@ standalone heuristics, on the held-out test traces (issue 21).
 Needs the ``sb3`` extra (gymnasium, stable-baselines3, sb3-contrib; torch from the ``rl`` extra).
 ``MaskablePPO("MlpPolicy", env, seed=..., device="cpu")`` with the library's defaults (but ``--gamma``,
 1 by default) trains on a stream of training traces (the ``train`` split of
-:func:`~mlsched_opt.problems.harmony.train.trace_seed`: 40 jobs, 6 servers, load 0.8), torch on one
+:func:`~mlsched_opt.problems.harmony.rl.train.trace_seed`: 40 jobs, 6 servers, load 0.8), torch on one
 thread; it is then run deterministically (argmax over
 the valid actions) on the 10 test traces (test seeds 3,000,000 + k), as are our drl policy
 (``--model``, default the shipped one), ``standalone`` and ``standalone-defer``, all through the
@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 
 from mlsched_opt.problems.harmony.baselines import make_heuristic
-from mlsched_opt.problems.harmony.gym_env import HarmonyEnv
 from mlsched_opt.problems.harmony.options import DEFER_MAX
+from mlsched_opt.problems.harmony.rl.gym_env import HarmonyEnv
+from mlsched_opt.problems.harmony.rl.train import make_trace, trace_seed
 from mlsched_opt.problems.harmony.simulate import simulate
-from mlsched_opt.problems.harmony.train import make_trace, trace_seed
 from mlsched_opt.problems.harmony.view import HarmonyView
 
 JOBS, SERVERS, LOAD = 40, 6, 0.8
@@ -76,7 +76,7 @@ def run_ppo(model: Any, views: list[HarmonyView], defer_max: int) -> Result:
 
 
 def run_drl(model: str | None, views: list[HarmonyView], defer_max: int) -> Result:
-    from mlsched_opt.problems.harmony.policy import load_policy
+    from mlsched_opt.problems.harmony.rl.policy import load_policy
 
     out = []
     for view in views:

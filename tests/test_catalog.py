@@ -113,7 +113,7 @@ def _user_catalog(tmp_path):
 
 def test_the_shipped_catalog_is_the_checkouts_models_folder_and_holds_the_policy():
     from mlsched_opt.io.catalog import catalog_dirs, shipped_catalog_dir
-    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL
+    from mlsched_opt.problems.harmony.rl.policy import DEFAULT_MODEL
 
     from .conftest import ROOT
 

@@ -449,7 +449,7 @@ def _declare_size(path: Path, entry_suffix: str, size: int) -> None:
 
 def _policy_bombs(root: Path) -> dict[str, tuple[Path, str]]:
     """name -> (policy file, a word its refusal must hold), each made from the shipped policy."""
-    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL
+    from mlsched_opt.problems.harmony.rl.policy import DEFAULT_MODEL
 
     out = {}
     deflated = root / "deflated.pt"   # the 2.9 MB bomb was this: a deflated entry that inflates to 3 GB
@@ -492,7 +492,7 @@ def test_policy_declared_sizes_of_the_shipped_policy():
     pytest.importorskip("torch")
     import zipfile
 
-    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL, declared_bytes
+    from mlsched_opt.problems.harmony.rl.policy import DEFAULT_MODEL, declared_bytes
 
     with zipfile.ZipFile(DEFAULT_MODEL) as z:
         stored = sum(i.file_size for i in z.infolist() if "/data/" in i.filename and "/.data/" not in i.filename)
@@ -503,7 +503,7 @@ def test_policy_load_runs_under_an_address_space_cap():
     """The second guard: inside the cap an allocation beyond it fails (MemoryError), and the process's
     own limit is back afterwards."""
     resource = pytest.importorskip("resource")
-    from mlsched_opt.problems.harmony.policy import _address_space_cap
+    from mlsched_opt.problems.harmony.rl.policy import _address_space_cap
 
     if not Path("/proc/self/statm").exists():
         pytest.skip("no /proc: the cap is not applied here")

@@ -13,11 +13,12 @@ import pytest
 from mlsched_opt.cli import main
 from mlsched_opt.io import from_document, load_catalog, load_instance
 from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution
-from mlsched_opt.problems.harmony.baselines import make_heuristic, pair_table
+from mlsched_opt.problems.harmony.baselines import Myopic, make_heuristic, pair_table
 from mlsched_opt.problems.harmony.check import check as harmony_check, job_speed as checker_speed
-from mlsched_opt.problems.harmony.exact import Myopic, count_vectors, exhaustive, job_options, static_jct, static_placements
+from mlsched_opt.problems.harmony.exact import exhaustive, static_jct, static_placements
 from mlsched_opt.problems.harmony.formulation import surrogate_values
 from mlsched_opt.problems.harmony.generate import generate
+from mlsched_opt.problems.harmony.placements import count_vectors, job_options
 from mlsched_opt.problems.harmony.simulate import simulate
 from mlsched_opt.problems.harmony.view import make_world, view_of
 from mlsched_opt.problems.harmony.world import Jobs, speeds, step_times
@@ -407,7 +408,7 @@ def test_policy_trained_on_other_types_is_refused(tmp_path, capsys):
 def test_reward_model_fits_heldout_heuristic_speeds_within_8_percent():
     import torch
 
-    from mlsched_opt.problems.harmony.train import fit_reward_model, make_trace
+    from mlsched_opt.problems.harmony.rl.train import fit_reward_model, make_trace
 
     # the network's initial weights come from torch's global generator (random per process unless
     # seeded) and its sums from the thread count: both fixed here, so the fit is the same every run
@@ -423,7 +424,7 @@ def test_reward_model_fits_heldout_heuristic_speeds_within_8_percent():
 
 
 def test_drl_without_torch_is_a_clear_error(monkeypatch, capsys):
-    from mlsched_opt.problems.harmony import policy
+    from mlsched_opt.problems.harmony.rl import policy
 
     monkeypatch.setattr(policy, "torch", None)
     code, _, err = run_cli(["solve", str(ROOT / "instances" / "harmony-toy.toml"), "--method", "drl"], capsys)
@@ -464,7 +465,7 @@ def _crafted_policy(path, marker, container):
 
     import torch
 
-    from mlsched_opt.problems.harmony.policy import FORMAT
+    from mlsched_opt.problems.harmony.rl.policy import FORMAT
 
     doc = {"format": FORMAT, "types": list(make_world("default").types), "state_dict": {}, "meta": _Planted(marker)}
     if container == "torch-zip":
@@ -493,7 +494,7 @@ def test_a_crafted_policy_file_is_refused_without_running_its_code(tmp_path, cap
 def test_the_shipped_policy_loads_as_weights_only_and_keeps_its_decisions():
     import torch
 
-    from mlsched_opt.problems.harmony.policy import DEFAULT_MODEL, load_policy
+    from mlsched_opt.problems.harmony.rl.policy import DEFAULT_MODEL, load_policy
 
     safe = torch.load(DEFAULT_MODEL, weights_only=True)   # raises if the file needed arbitrary unpickling
     inst = generated(9, 20, 6)
@@ -512,7 +513,7 @@ def test_the_shipped_policy_loads_as_weights_only_and_keeps_its_decisions():
 
 
 def _no_training(monkeypatch):
-    from mlsched_opt.problems.harmony import train as train_module
+    from mlsched_opt.problems.harmony.rl import train as train_module
 
     def boom(*a, **k):
         raise AssertionError("training started before the output was checked")
@@ -540,7 +541,7 @@ def test_train_checks_its_output_before_training(tmp_path, capsys, monkeypatch, 
 
 @needs_torch
 def test_policies_are_written_atomically_and_reload(tmp_path):
-    from mlsched_opt.problems.harmony.policy import PolicyNet, _read_policy_document, save_policy
+    from mlsched_opt.problems.harmony.rl.policy import PolicyNet, _read_policy_document, save_policy
 
     types = make_world("default").types
     net = PolicyNet(len(types))
@@ -816,7 +817,7 @@ def test_count_vectors_enumerate_every_spread_without_recursion():
     import itertools
 
     from mlsched_opt.errors import OptionError
-    from mlsched_opt.problems.harmony.exact import count_vectors
+    from mlsched_opt.problems.harmony.placements import count_vectors
 
     for n in range(5):
         for M in range(1, 5):

@@ -16,11 +16,10 @@ from mlsched_opt.io import from_document, load_catalog
 from mlsched_opt.problems import REGISTRY, GenerateSpec
 from mlsched_opt.problems.harmony.baselines import Standalone, make_heuristic
 from mlsched_opt.problems.harmony.check import check as harmony_check, job_speed
-from mlsched_opt.problems.harmony.exact import standalone_speeds
-from mlsched_opt.problems.harmony.features import interference_now
 from mlsched_opt.problems.harmony.generate import generate
 from mlsched_opt.problems.harmony.options import DEFERRING
-from mlsched_opt.problems.harmony.simulate import Env, place_job, simulate
+from mlsched_opt.problems.harmony.placements import standalone_speeds
+from mlsched_opt.problems.harmony.simulate import Env, interference_now, place_job, simulate
 from mlsched_opt.problems.harmony.view import view_of
 from mlsched_opt.solvers import SolveOptions
 
@@ -191,7 +190,7 @@ def test_nothing_is_held_back_when_every_job_must_start_at_its_arrival(method):
 def test_placing_now_at_the_defer_decision_puts_the_first_task_on_the_chosen_server():
     import torch
 
-    from mlsched_opt.problems.harmony.policy import PolicyChooser, PolicyNet
+    from mlsched_opt.problems.harmony.rl.policy import PolicyChooser, PolicyNet
 
     view = view_of(generated(10, 20, 4), {})
     torch.manual_seed(2)
@@ -219,7 +218,7 @@ def test_placing_now_at_the_defer_decision_puts_the_first_task_on_the_chosen_ser
 def test_the_policy_can_hold_a_job_back_and_its_answer_passes_the_checker():
     import torch
 
-    from mlsched_opt.problems.harmony.policy import PolicyChooser, PolicyNet
+    from mlsched_opt.problems.harmony.rl.policy import PolicyChooser, PolicyNet
 
     inst = generated(8, 20, 4)
     view = view_of(inst, {})
@@ -242,7 +241,7 @@ def test_an_earlier_format_policy_is_refused_by_name(tmp_path, capsys, version, 
     import torch
 
     from mlsched_opt.errors import UserError
-    from mlsched_opt.problems.harmony.policy import load_policy
+    from mlsched_opt.problems.harmony.rl.policy import load_policy
 
     path = tmp_path / "old.pt"
     torch.save({"format": f"mlsched-harmony-policy/{version}", "types": ["a"], "state_dict": {}, "meta": {}}, path)
@@ -256,7 +255,7 @@ def test_an_earlier_format_policy_is_refused_by_name(tmp_path, capsys, version, 
     assert exc.value.code == 2 and name in err and str(path) in err and "--model" in err
     assert not out.exists()
     # train -o may replace an earlier-format policy (it checks the target before training)
-    from mlsched_opt.problems.harmony.policy import check_output
+    from mlsched_opt.problems.harmony.rl.policy import check_output
 
     assert check_output(path) == path
 
@@ -267,7 +266,7 @@ def test_a_policy_whose_format_placer_or_advisor_is_any_json_value_is_refused(tm
     import torch
 
     from mlsched_opt.errors import UserError
-    from mlsched_opt.problems.harmony.policy import FORMAT, load_policy
+    from mlsched_opt.problems.harmony.rl.policy import FORMAT, load_policy
 
     view = view_of(generated(0, 2, 2), {})
     path = tmp_path / "odd.pt"
@@ -313,7 +312,7 @@ class _Fixed:
 
 
 def test_a_spliced_future_keeps_the_past_and_its_decisions():
-    from mlsched_opt.problems.harmony.train import splice
+    from mlsched_opt.problems.harmony.rl.train import splice
 
     view = view_of(generated(9, 20, 3, load=1.5), {})
     future = view_of(generated(10, 20, 3, load=1.5), {})
@@ -334,8 +333,8 @@ def test_a_spliced_future_keeps_the_past_and_its_decisions():
 def test_rollout_labels_name_the_answer_with_the_lower_mean_total_jct_over_the_futures():
     import torch
 
-    from mlsched_opt.problems.harmony.policy import PolicyNet
-    from mlsched_opt.problems.harmony.train import _Recorder, _rollout_labels, splice
+    from mlsched_opt.problems.harmony.rl.policy import PolicyNet
+    from mlsched_opt.problems.harmony.rl.train import _Recorder, _rollout_labels, splice
 
     teacher = "standalone-defer"
     view = view_of(generated(9, 20, 3, load=1.5), {})
@@ -371,10 +370,10 @@ def test_rollout_labels_name_the_answer_with_the_lower_mean_total_jct_over_the_f
 def test_teacher_labels_are_the_teachers_answers_in_the_policys_own_states(teacher):
     import torch
 
-    from mlsched_opt.problems.harmony.features import decision_state
-    from mlsched_opt.problems.harmony.policy import PolicyChooser, PolicyNet
+    from mlsched_opt.problems.harmony.rl.features import decision_state
+    from mlsched_opt.problems.harmony.rl.policy import PolicyChooser, PolicyNet
+    from mlsched_opt.problems.harmony.rl.train import _Labelling
     from mlsched_opt.problems.harmony.simulate import Ask
-    from mlsched_opt.problems.harmony.train import _Labelling
 
     view = view_of(generated(9, 20, 3, load=1.5), {})
     torch.manual_seed(1)
@@ -421,7 +420,7 @@ class _FollowAdvice:
     entry for "not now" (so a policy with it must decide exactly as its adviser)."""
 
     def __init__(self, L):
-        from mlsched_opt.problems.harmony.features import DEFER_WIDTH, context_width
+        from mlsched_opt.problems.harmony.rl.features import DEFER_WIDTH, context_width
 
         self.hold = context_width(L) - DEFER_WIDTH - 1
 
@@ -435,8 +434,8 @@ class _FollowAdvice:
 @needs_torch
 @pytest.mark.parametrize("advisor", ["least-interference-defer", "standalone-defer", "tetris"])
 def test_a_policy_that_follows_its_advice_decides_as_its_teacher(advisor):
-    from mlsched_opt.problems.harmony.policy import PolicyChooser
-    from mlsched_opt.problems.harmony.train import placer_of
+    from mlsched_opt.problems.harmony.rl.policy import PolicyChooser
+    from mlsched_opt.problems.harmony.rl.train import placer_of
 
     for seed in (9, 11):
         view = view_of(generated(seed, 20, 3, load=1.5), {})
@@ -456,8 +455,8 @@ def test_a_policy_that_follows_its_advice_decides_as_its_teacher(advisor):
 def test_teacher_labels_need_the_policys_own_decisions():
     import torch
 
-    from mlsched_opt.problems.harmony.policy import PolicyNet
-    from mlsched_opt.problems.harmony.train import _Labelling
+    from mlsched_opt.problems.harmony.rl.policy import PolicyNet
+    from mlsched_opt.problems.harmony.rl.train import _Labelling
 
     view = view_of(generated(9, 12, 3, load=1.2), {})
     torch.manual_seed(1)
@@ -470,8 +469,8 @@ def test_a_deferral_heuristics_rule_is_a_function_of_the_policys_state(name):
     """The deferral block shows what the heuristic's rule reads: the shortest queued job behind
     over the job's own length, and its speed under the heuristic's own placement (the policy's
     placer is its teacher's), so a policy can learn the rule exactly."""
-    from mlsched_opt.problems.harmony.features import DEFER_WIDTH
-    from mlsched_opt.problems.harmony.train import _Recorder, placer_of
+    from mlsched_opt.problems.harmony.rl.features import DEFER_WIDTH
+    from mlsched_opt.problems.harmony.rl.train import _Recorder, placer_of
 
     inner, threshold, shorter = DEFERRING[name]
     assert placer_of(name) == inner

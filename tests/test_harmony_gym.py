@@ -18,11 +18,11 @@ from mlsched_opt.io import from_document, load_catalog  # noqa: E402
 from mlsched_opt.problems import GenerateSpec  # noqa: E402
 from mlsched_opt.problems.harmony import FAMILY  # noqa: E402
 from mlsched_opt.problems.harmony.baselines import make_heuristic  # noqa: E402
-from mlsched_opt.problems.harmony.features import first_role  # noqa: E402
 from mlsched_opt.problems.harmony.generate import generate  # noqa: E402
-from mlsched_opt.problems.harmony.gym_env import HarmonyEnv  # noqa: E402
+from mlsched_opt.problems.harmony.rl.features import first_role  # noqa: E402
+from mlsched_opt.problems.harmony.rl.gym_env import HarmonyEnv  # noqa: E402
+from mlsched_opt.problems.harmony.rl.train import make_trace, trace_seed  # noqa: E402
 from mlsched_opt.problems.harmony.simulate import simulate  # noqa: E402
-from mlsched_opt.problems.harmony.train import make_trace, trace_seed  # noqa: E402
 from mlsched_opt.problems.harmony.view import view_of  # noqa: E402
 
 D = 20

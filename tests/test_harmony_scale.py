@@ -287,8 +287,7 @@ def test_the_standalone_bound_answers_on_a_large_cluster():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_the_reduced_fit_test_agrees_with_the_full_enumeration(seed):
-    from mlsched_opt.problems.harmony.exact import job_options
-    from mlsched_opt.problems.harmony.methods import misfit_reason
+    from mlsched_opt.problems.harmony.placements import job_options, misfit_reason
 
     rng = np.random.default_rng(seed)
     caps = [{"cpu": float(rng.integers(2, 9)), "gpu": float(rng.integers(0, 3)), "memory_gb": 48.0} for _ in range(4)]
@@ -322,10 +321,10 @@ def _standalone_decision(inst):
 
 @pytest.mark.parametrize("method", ["myopic", pytest.param("drl", marks=needs_torch)])
 def test_a_method_cut_short_hands_the_unplaced_jobs_to_standalone_first(method, monkeypatch):
-    from mlsched_opt.problems.harmony import methods
+    from mlsched_opt.problems.harmony import runs
 
     inst = generated(4, 12, 4)
-    monkeypatch.setattr(methods, "HANDOVER_SHARE", 0.0)   # the handover at once: no dependence on the clock
+    monkeypatch.setattr(runs, "HANDOVER_SHARE", 0.0)   # the handover at once: no dependence on the clock
     sol = FAMILY.run(inst, method, SolveOptions(time_limit=600))
     assert sol.report.status == "feasible" and "cut short by the time limit" in sol.report.message
     assert json.loads(json.dumps(sol.decision)) == _standalone_decision(inst)

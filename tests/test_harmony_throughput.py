@@ -17,9 +17,9 @@ from mlsched_opt.io import from_document, load_catalog
 from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution
 from mlsched_opt.problems.harmony.baselines import Standalone
 from mlsched_opt.problems.harmony.bound import configurations, fluid, lagrangian, step_floor, throughput_bound
-from mlsched_opt.problems.harmony.exact import job_options, standalone_profile
 from mlsched_opt.problems.harmony.generate import generate
 from mlsched_opt.problems.harmony.marginal import Marginal
+from mlsched_opt.problems.harmony.placements import job_options, standalone_profile
 from mlsched_opt.problems.harmony.simulate import simulate
 from mlsched_opt.problems.harmony.view import make_world, view_of
 from mlsched_opt.problems.harmony.world import Jobs, speeds

@@ -18,7 +18,7 @@ import pytest
 
 from mlsched_opt.io import load_instance
 from mlsched_opt.problems import get_family
-from mlsched_opt.problems.harmony.exact import standalone_speeds
+from mlsched_opt.problems.harmony.placements import standalone_speeds
 from mlsched_opt.problems.harmony.view import view_of
 from tests.conftest import import_and_solve, write_data
 

@@ -11,7 +11,7 @@ import pytest
 
 from mlsched_opt.io import load_catalog, load_instance
 from mlsched_opt.problems import get_family
-from mlsched_opt.problems.oasis.trace import one_gpu_row
+from mlsched_opt.traces.mapping import one_gpu_row
 from mlsched_opt.traces.sources import POLLUX_GPU_HOURS
 from tests.conftest import import_and_solve
 

@@ -19,7 +19,7 @@ from mlsched_opt.problems import check_solution, get_family
 from mlsched_opt.problems.locality.formulation import reaches, work_cover
 from mlsched_opt.problems.locality.pcilp import LocalityJob
 from mlsched_opt.problems.locality.view import locality_view
-from mlsched_opt.problems.oasis.formulation import worker_slots_needed
+from mlsched_opt.problems.oasis.decision import worker_slots_needed
 from mlsched_opt.problems.oasis.view import oasis_view
 from mlsched_opt.solvers import SolveOptions, available_solvers
 from mlsched_opt.tolerances import CHECK_TOL, work_done_threshold

@@ -16,9 +16,10 @@ from mlsched_opt.problems import REGISTRY, GenerateSpec, check_solution
 from mlsched_opt.problems.oasis.formulation import single_job_model
 from mlsched_opt.problems.oasis.generate import generate
 from mlsched_opt.problems.oasis.online import Oasis, simulate
-from mlsched_opt.problems.oasis.prices import PricedPool, formula_params, given_params
+from mlsched_opt.problems.oasis.prices import formula_params, given_params
 from mlsched_opt.problems.oasis.subroutine import best_schedule, slot_cost
 from mlsched_opt.problems.oasis.view import fit_counts, oasis_view
+from mlsched_opt.problems.pricing import PricedPool
 from mlsched_opt.solvers import SolveOptions, solve
 
 from .conftest import ROOT, shared_data

@@ -18,9 +18,11 @@ from mlsched_opt.problems.oasis import bound as bound_module, subroutine, view a
 from mlsched_opt.problems.oasis.bound import capacity_bound, window_lp
 from mlsched_opt.problems.oasis.generate import generate
 from mlsched_opt.problems.oasis.online import Oasis, simulate
-from mlsched_opt.problems.oasis.prices import PricedPool, formula_params
+from mlsched_opt.problems.oasis.prices import formula_params
 from mlsched_opt.problems.oasis.subroutine import _unwind, best_schedule
-from mlsched_opt.problems.oasis.view import TaskCounts, fit_counts, floor, oasis_view
+from mlsched_opt.problems.oasis.view import TaskCounts, fit_counts, oasis_view
+from mlsched_opt.problems.pricing import PricedPool
+from mlsched_opt.problems.rounding import floor
 from mlsched_opt.solvers import SolveOptions
 
 from .conftest import ROOT

@@ -32,9 +32,9 @@ import numpy as np
 
 from mlsched_opt.problems.harmony import simulate as sim
 from mlsched_opt.problems.harmony.baselines import HEURISTICS, make_heuristic
-from mlsched_opt.problems.harmony.exact import standalone_intervals
 from mlsched_opt.problems.harmony.options import DEFERRING
-from mlsched_opt.problems.harmony.train import future_cost, make_trace
+from mlsched_opt.problems.harmony.placements import standalone_intervals
+from mlsched_opt.problems.harmony.rl.train import future_cost, make_trace
 
 D = 20
 HOLD = "not now"

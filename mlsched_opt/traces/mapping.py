@@ -12,9 +12,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 import numpy as np
 
+from ..errors import UserError
+from ..io.catalog import Catalog, Workload
 from ..io.files import limits
 from ..problems.base import Option
 from .model import ImportSpec, Trace
@@ -82,3 +85,56 @@ def assign_models(trace: Trace, eligible: Sequence[str], spec: ImportSpec, redra
     replaced = "; ".join(f"{m} x{c}" for m, c in sorted(lost.items()))
     return out, (f"{what}: the trace's models where this family can use them"
                  + (f" (not: {replaced})" if replaced else "") + f", else {drawn}")
+
+
+# ---- catalog figures of a trace's jobs (the oasis and smd importers) ---------------------------------
+
+#: The paper's range of e (MB) for a model whose catalog entry has no size.
+GRADIENT_RANGE = (30.0, 575.0)
+
+
+def one_gpu_row(workload: Workload) -> dict[str, Any] | None:
+    """The one-GPU consolidated throughput row a workload is timed with: V100 when measured, else the first."""
+    rows = [r for r in workload.data.get("throughput", [])
+            if r["gpus"] == 1 and r.get("placement", "consolidated") == "consolidated"]
+    return next((r for r in rows if r["gpu_model"] == "V100"), rows[0] if rows else None)
+
+
+def usable_models(catalog: Catalog, need_size: bool) -> list[str]:
+    """Catalog workloads with a typical demand and a one-GPU throughput (and a size when ``need_size``)."""
+    return [n for n in catalog if "demand" in catalog[n].data and one_gpu_row(catalog[n]) is not None
+            and (not need_size or "size" in catalog[n].data)]
+
+
+def gpu_seconds(trace: Trace) -> tuple[np.ndarray, str]:
+    """Each job's GPU time in seconds (the trace's GPUs x duration, or the Pollux class rule), and the rule used."""
+    out = np.zeros(len(trace.jobs))
+    for i, job in enumerate(trace.jobs):
+        if job.duration_s is not None:
+            out[i] = max(job.gpus, 1) * job.duration_s
+        else:
+            raise UserError(f"job {job.id} has no duration and no rule gives it one", trace.file, f"row {job.row}")
+    return out, "work: the trace's GPU time (GPUs x duration)"
+
+
+def gradient_sizes(models: list[str], catalog: Catalog, spec: ImportSpec) -> tuple[np.ndarray, list[str]]:
+    """fp32 gradient MB per job: the catalog's, else a seeded draw from the paper's [30, 575] MB."""
+    draws = spec.rng("gradient").uniform(*GRADIENT_RANGE, size=len(models))
+    sizes = [catalog[m].gradient_mb for m in models]
+    out = np.array([round(float(d), 1) if s is None else s for s, d in zip(sizes, draws)], dtype=float)
+    missing = sorted({m for m, s in zip(models, sizes) if s is None})
+    notes = [f"gradients: the catalog's fp32 size; the catalog has no size for {', '.join(missing)}, so theirs is "
+             f"drawn from the paper's [{GRADIENT_RANGE[0]:g}, {GRADIENT_RANGE[1]:g}] MB"] if missing else []
+    return out, notes
+
+
+def workload_figures(models: list[str], catalog: Catalog) -> dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """model -> (one-GPU throughput row, worker demand, PS demand) from the catalog."""
+    out = {}
+    for name in sorted(set(models)):
+        data = catalog[name].data
+        demand = data["demand"]
+        row = one_gpu_row(catalog[name])
+        assert row is not None, name  # models are drawn from usable_models, which have a row
+        out[name] = (row, dict(demand["worker"]), dict(demand.get("ps", {"cpu": 4, "memory_gb": 16})))
+    return out

@@ -51,8 +51,8 @@ from .options import (
     SURROGATE_GUARANTEE,
     WORLDS,
 )
+from .rl.options import TRAIN_OPTIONS
 from .trace import OPTIONS as TRACE_OPTIONS
-from .train_options import TRAIN_OPTIONS
 
 L = lazy(__name__)
 
@@ -61,7 +61,7 @@ STARTS = ("any", "simultaneous")
 
 
 def _train(spec):
-    from .train import train_command
+    from .rl.train import train_command
 
     return train_command(spec)
 

@@ -26,11 +26,14 @@ run of the heuristic at the world's speeds (as ``least-interference``'s profiled
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .features import interference_now
 from .options import DEFERRING
-from .simulate import Env
+from .placements import MAX_VECTORS, empty_product, extend_product, job_options, standalone_profile, standalone_speeds
+from .simulate import Env, interference_now
+from .view import HarmonyView
 from .world import Jobs, World, cached_per_world, speeds
 
 
@@ -156,8 +159,6 @@ class Deferring(Delegating):
 
     def defer(self, env: Env, j: int) -> bool:
         if self.alone is None:
-            from .exact import standalone_profile  # exact imports this module
-
             self.alone, self.lengths = standalone_profile(env.view)
         assert self.lengths is not None
         if self.shorter > 0:
@@ -200,3 +201,107 @@ def pair_table(world: World) -> np.ndarray:
     """Slowdown (1 - speed ratio) of type ``a`` when 1 worker + 1 PS of it share a server with 1 + 1
     of type ``b`` (the profiled table of LIF-pairwise; spec section 3's "pair-wise slowdown")."""
     return cached_per_world(world, "pair_table", lambda: _profile_pairs(world))
+
+
+class Myopic(Planned):
+    """Myopic-optimal online reference (spec 6b(1)): per interval, the joint placement of the next
+    ``group`` queued jobs maximising the sum of normalised speeds of everything running, found by
+    exhaustive search in the true world; jobs past the group are planned in the next group."""
+
+    def __init__(self, view: HarmonyView, group: int = 3, max_product: float = 2e6):
+        self.view = view
+        self.group = group
+        self.max_product = max_product
+        self.alone = standalone_speeds(view)
+        self.plan: dict[int, list[tuple[str, int]]] = {}
+
+    def start_job(self, env: Env, j: int) -> None:
+        if j not in self.plan:
+            queue = [k for k in env.queue if k not in self.plan]
+            self._plan(env, queue[queue.index(j):][: self.group])
+
+    def _plan(self, env: Env, group: list[int]) -> None:
+        while group:
+            found = self._search(env, group)
+            if found is not None:
+                servers, best = found
+                for j, (wj, pj) in zip(group, best):
+                    self.plan[j] = [("ps", int(m)) for m in np.repeat(servers, pj)] + \
+                                   [("worker", int(m)) for m in np.repeat(servers, wj)]
+                return
+            group = group[:-1]
+
+    def _search(self, env: Env, group: list[int]):
+        """The best joint placement of ``group`` as ``(servers, [(w, p) per job over servers])``, or
+        ``None`` when the search is too large.  Every server takes part while each job's count
+        vectors are few; on a large cluster the candidates are the occupied servers and, per
+        capacity, as many empty servers as the group has tasks (empty servers of one capacity are
+        interchangeable: the same speeds and the same fit), which loses no score."""
+        view = self.view
+        servers = np.arange(view.M)
+        if not self._enumerable(group, len(servers)):
+            servers = _candidate_servers(view, env, sum(int(view.jobs.W[j] + view.jobs.P[j]) for j in group))
+            if not self._enumerable(group, len(servers)):
+                return None
+        free = env.free[servers]
+        opts = []
+        size = 1.0
+        for j in group:
+            ow, op = job_options(int(view.jobs.W[j]), int(view.jobs.P[j]), len(servers), free, view.worker_demand[j], view.ps_demand[j])
+            opts.append((ow, op))
+            size *= len(ow)
+        if size == 0 or size > self.max_product or size * len(group) * len(servers) > MYOPIC_WORK:
+            return None
+        M = len(servers)
+        w, p, used = empty_product(M, view.capacity.shape[1])
+        for j, (ow, op) in zip(group, opts):
+            w, p, used = extend_product(w, p, used, ow, op, view.worker_demand[j], view.ps_demand[j], free)
+        if len(w) == 0:
+            return None
+        running = np.flatnonzero(env.running)
+        if len(w) * (len(running) + len(group)) * M > MYOPIC_WORK:
+            return None
+        idx = np.concatenate([running, group]).astype(int)
+        # running tasks sit on occupied servers only, all of them candidates: the dropped columns are zero
+        run_w, run_p = env.w[running][:, servers], env.p[running][:, servers]
+        chunk = max(1, int(MYOPIC_CELLS // ((len(running) + len(group)) * M)))
+        best_k, best = 0, -np.inf
+        for lo in range(0, len(w), chunk):   # bounded memory; strict > keeps the first maximum, as one argmax
+            hi = min(len(w), lo + chunk)
+            W = np.concatenate([np.broadcast_to(run_w, (hi - lo, len(running), M)), w[lo:hi]], axis=1)
+            P = np.concatenate([np.broadcast_to(run_p, (hi - lo, len(running), M)), p[lo:hi]], axis=1)
+            score = (speeds(view.world, view.jobs.take(idx), W, P) / self.alone[idx]).sum(axis=1)
+            k = int(np.argmax(score))
+            if score[k] > best:
+                best_k, best = lo + k, float(score[k])
+        return servers, list(zip(w[best_k], p[best_k]))
+
+    def _enumerable(self, group: list[int], M: int) -> bool:
+        """Whether every job's raw count vectors over ``M`` servers stay small (memory of :func:`job_options`)."""
+        view = self.view
+        for j in group:
+            nw = math.comb(int(view.jobs.W[j]) + M - 1, M - 1)
+            npv = math.comb(int(view.jobs.P[j]) + M - 1, M - 1)
+            if max(nw, npv) > MAX_VECTORS or nw * npv * M > MYOPIC_CELLS:
+                return False
+        return True
+
+
+#: myopic: (placements x jobs x servers) evaluated at once (about 250 bytes each in the speed formula)
+MYOPIC_CELLS = 2e6
+
+
+#: myopic: the most (placements x jobs x servers) one search may build or evaluate in all (memory and
+#: time: about a second); a larger search is skipped (a smaller group, else load balancing)
+MYOPIC_WORK = 2e7
+
+
+def _candidate_servers(view: HarmonyView, env: Env, tasks: int) -> np.ndarray:
+    """The servers with any task on them, and the first ``tasks`` empty servers of each capacity (ascending)."""
+    empty = np.all(np.abs(env.free - view.capacity) <= 0, axis=1)
+    keep = ~empty
+    _, cls = np.unique(view.capacity, axis=0, return_inverse=True)
+    cls = np.asarray(cls).ravel()
+    for c in np.unique(cls[empty]):
+        keep[np.flatnonzero(empty & (cls == c))[:tasks]] = True
+    return np.flatnonzero(keep)

@@ -1,6 +1,6 @@
 """A queueing-aware lower bound on the average JCT: the throughput LP (our design, issue 32).
 
-The standalone bound (:func:`~.methods.standalone_bound`: every job alone from its arrival) ignores
+The standalone bound (:func:`standalone_bound`: every job alone from its arrival) ignores
 that jobs share the cluster; under load the measured answers were 1.7-9x above it.  This bound
 keeps two things every schedule the checker accepts must respect: the servers' capacity, and how
 much training a server can do at once when co-located tasks slow each other down.
@@ -73,6 +73,7 @@ from ...io.instance import Instance
 from ...report import SolveReport
 from ...solvers import SolveOptions
 from ...tolerances import DONE_TOL, capacity_limit
+from .placements import best_speeds, misfit_reason, monotone_world
 from .view import HarmonyView, view_of
 from .world import PCIE, World
 
@@ -117,16 +118,10 @@ class Fluid:
         return np.diff(self.edges)
 
 
-def _best_speeds(view: HarmonyView, deadline: float) -> np.ndarray:
-    from .methods import _best_speeds as best
-
-    return best(view, deadline)
-
-
 def fluid(view: HarmonyView, deadline: float) -> Fluid:
     """The relaxation's data for ``view`` (raises ``TimeoutError`` past ``deadline``)."""
     world = view.world
-    alone = _best_speeds(view, deadline)
+    alone = best_speeds(view, deadline)
     d = view.samples * (1.0 - DONE_TOL) / (alone * view.slot_s)
     W = view.jobs.W.astype(float)
     kind = view.jobs.kind
@@ -353,9 +348,6 @@ def throughput_bound(instance: Instance, options: Mapping[str, Any], solve_optio
 
 def bound_of_view(view: HarmonyView, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
     """:func:`throughput_bound` of a view already built."""
-    from .exact import monotone_world
-    from .methods import misfit_reason
-
     start = time.perf_counter()
     deadline = start + solve_options.time_limit
     opts = dict(options)
@@ -407,3 +399,36 @@ def _highs_version() -> str:
     from ...solvers.highs_lp import highspy_version
 
     return highspy_version()
+
+
+def standalone_bound(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> SolveReport:
+    """A proven lower bound on the average JCT of any schedule the checker accepts, online or
+    static: every job alone on the empty cluster, from its arrival, at its best placement.
+
+    Why it holds: a job starts at an interval boundary at or after its arrival and its JCT runs
+    from the arrival; in a world where co-location never speeds a job up (every interference and
+    communication coefficient >= 0, the condition ``exact``'s delay bound rests on too) it runs at
+    most as fast as alone, and alone at most as fast as on its best placement.  Servers are taken at
+    the componentwise largest capacity (a relaxation when they differ; speed depends only on the
+    task counts per server).  It ignores queueing and capacity shared in time, so it is loose under
+    load; it is what every method's gap is measured against on traces too large for ``exact``.
+    Our design (issue 21); not in spec 004.
+    """
+    start = time.perf_counter()
+    deadline = start + solve_options.time_limit
+    view = view_of(instance, options, require_fit=False)
+    name = "standalone lower bound"
+    if not monotone_world(view.world):
+        return SolveReport("failed", None, None, "min", name, "mlsched-opt", dict(options),
+                           message="no bound: in this world co-location can speed a job up")
+    try:
+        reason = misfit_reason(view, deadline)
+        if reason:
+            return SolveReport("infeasible", None, None, "min", name, "mlsched-opt", dict(options), message=reason)
+        speed = best_speeds(view, deadline)
+    except TimeoutError:
+        return SolveReport("time-limit-no-solution", None, None, "min", name, "mlsched-opt", dict(options),
+                           solve_s=time.perf_counter() - start, message="time limit before every job's standalone speed")
+    value = float(np.mean(view.samples / (speed * view.slot_s))) if view.J else 0.0
+    return SolveReport("optimal", value, value, "min", name, "mlsched-opt", dict(options), solve_s=time.perf_counter() - start,
+                       message="every job alone from its arrival at its best placement (a lower bound, not a schedule)")

@@ -1,4 +1,5 @@
-"""Exact and reference placements in the true interference world (spec 004 section 6).
+"""Exact placements in the true interference world (spec 004 section 6a), and the exact method's
+anytime search beyond them.
 
 * :func:`exhaustive_any` — the optimum of a static batch under the problem option ``starts=any``
   (the default): every placement *and* every integer start interval the checker accepts, within a
@@ -9,29 +10,34 @@
   canonicalization (identical servers: a placement is kept once, its servers sorted by their
   column of counts), then the average JCT of every survivor by a batched event-driven
   simulation.  Optimal by exhaustion over placements that start every job at interval 0.
-* :func:`standalone_speed` — a job's speed alone on the empty cluster (its best placement), the
-  denominator of normalised speed.
-* :class:`Myopic` — the online reference of 6b(1): at each interval, the joint placement of up to
-  ``group`` queued jobs that maximises the sum of normalised speeds of all running jobs, by
-  exhaustive search in the true world.
+* :func:`anytime_search` — beyond the exhaustive search's size: the best of a fixed list of
+  heuristic runs with the throughput LP's bound (our design, issue 32).
+
+The primitives (count vectors, a job's placements, its standalone speed) are :mod:`.placements`';
+the myopic reference is :class:`~.baselines.Myopic`.
 """
 
 from __future__ import annotations
 
+import dataclasses as dc
 import itertools
 import math
 import time
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
+from ...clock import offer, past
 from ...errors import OptionError
 from ...tolerances import DONE_TOL, capacity_limit
-from .baselines import Planned
-from .simulate import Env
+from .baselines import make_heuristic
+from .bound import bound_of_view
+from .marginal import Marginal
+from .options import HOLD, HOLD_SHARE
+from .placements import CHUNK, empty_product, extend_product, job_options, min_intervals, monotone_world
+from .runs import HOLD_ANY_TIME, run_outcome
 from .view import HarmonyView
-from .world import Jobs, World, cached_per_world, speeds
+from .world import speeds
 
 #: joint placements we agree to enumerate before pruning (about a minute of numpy at worst)
 MAX_PRODUCT = 2e8
@@ -39,76 +45,20 @@ MAX_PRODUCT = 2e8
 MAX_EVALUATIONS = 5e7
 #: starts=any: raw joint placements (not pruned by joint capacity, so all are kept in memory after symmetry)
 MAX_ANY_PRODUCT = 5e6
-_CHUNK = 20000
 
 
-#: The most ways to spread one job's tasks over the servers that the search enumerates.
-MAX_VECTORS = 10**6
 
 
-@cache
-def count_vectors(n: int, M: int) -> np.ndarray:
-    """Every way to spread ``n`` identical tasks over ``M`` servers, shape (C(n+M-1, M-1), M), the
-    first server's count descending, then the next's (reverse lexicographic order).
-
-    Built server by server from the last one (no recursion: a cluster of 1,000 servers is just a
-    long loop), after checking the count against :data:`MAX_VECTORS`."""
-    total = math.comb(n + M - 1, M - 1)
-    if total > MAX_VECTORS:
-        raise OptionError(f"{n} tasks spread over {M} servers in {total:.3g} ways, beyond the exhaustive search's "
-                          f"{MAX_VECTORS:.0g} (use --method surrogate or a heuristic)", field="--method")
-    # tails[r]: every vector of the last m servers holding r tasks, for r = 0..n
-    tails = [np.array([[r]], int) for r in range(n + 1)]
-    for _ in range(M - 1):
-        tails = [np.concatenate([np.concatenate([np.full((len(tails[r - k]), 1), k), tails[r - k]], axis=1)
-                                 for k in range(r, -1, -1)]) for r in range(n + 1)]
-    out = tails[n]
-    out.setflags(write=False)
-    return out
 
 
-def job_options(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.ndarray,
-                slack: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
-    """Worker and PS count vectors of one job that fit the empty servers, shapes (O, M) each (within ``cap + slack``:
-    the exact searches pass the checker's limits, :func:`.tolerances.capacity_limit`, and no slack)."""
-    wv, pv = count_vectors(W, M), count_vectors(P, M)
-    w = np.repeat(wv, len(pv), axis=0)
-    p = np.tile(pv, (len(wv), 1))
-    use = w[..., None] * wd + p[..., None] * pd
-    ok = np.all(use <= cap + slack, axis=(1, 2))   # cap: (K,) for empty servers or (M, K) for free capacity
-    return w[ok], p[ok]
 
 
-def standalone_speed(world: World, kind: int, is_ps: bool, W: int, P: int, M: int,
-                     cap: np.ndarray, wd: np.ndarray, pd: np.ndarray) -> float:
-    """Samples/s of the job alone on ``M`` empty identical servers, at its best placement."""
-    M = min(M, W + P)
-    cap_t, wd_t, pd_t = (tuple(float(x) for x in np.asarray(a, float).ravel()[:len(wd)]) for a in (cap, wd, pd))
-
-    def best() -> float:
-        w, p = job_options(int(W), int(P), M, capacity_limit(np.array(cap_t)), np.array(wd_t), np.array(pd_t), slack=0.0)
-        return float(speeds(world, Jobs.of([kind], [is_ps], [W], [P]), w[:, None, :], p[:, None, :])[:, 0].max())
-
-    return cached_per_world(world, ("standalone", int(kind), bool(is_ps), int(W), int(P), M, cap_t, wd_t, pd_t), best)
 
 
-def standalone_speeds(view: HarmonyView) -> np.ndarray:
-    """Every job's standalone speed (samples/s), shape (J,)."""
-    j = view.jobs
-    return np.array([standalone_speed(view.world, int(j.kind[i]), bool(j.is_ps[i]), int(j.W[i]), int(j.P[i]), view.M,
-                                      view.capacity[0], view.worker_demand[i], view.ps_demand[i]) for i in range(view.J)])
 
 
-def standalone_profile(view: HarmonyView) -> tuple[np.ndarray, np.ndarray]:
-    """Every job's standalone speed (samples/s) and its length alone on the empty cluster
-    (intervals), shapes (J,): the pair the policy's features and the deferral rules read."""
-    alone = standalone_speeds(view)
-    return alone, view.samples / (alone * view.slot_s)
 
 
-def standalone_intervals(view: HarmonyView) -> np.ndarray:
-    """Every job's length alone on the empty cluster, in intervals (a policy feature)."""
-    return standalone_profile(view)[1]
 
 
 @dataclass(frozen=True)
@@ -143,12 +93,12 @@ def exhaustive(view: HarmonyView, time_limit: float) -> ExactResult:
     if not complete or len(w) == 0:
         return ExactResult(None, None, None, size, len(w), complete, time.perf_counter() - start)
     best_val, best_idx = math.inf, -1
-    for lo in range(0, len(w), _CHUNK):
-        jct = static_jct(view, w[lo:lo + _CHUNK], p[lo:lo + _CHUNK]).mean(axis=1)
+    for lo in range(0, len(w), CHUNK):
+        jct = static_jct(view, w[lo:lo + CHUNK], p[lo:lo + CHUNK]).mean(axis=1)
         k = int(np.argmin(jct))
         if jct[k] < best_val - 1e-12:
             best_val, best_idx = float(jct[k]), lo + k
-        if time.perf_counter() - start > time_limit and lo + _CHUNK < len(w):
+        if time.perf_counter() - start > time_limit and lo + CHUNK < len(w):
             return ExactResult(w[best_idx], p[best_idx], best_val, size, len(w), False, time.perf_counter() - start)
     return ExactResult(w[best_idx], p[best_idx], best_val, size, len(w), True, time.perf_counter() - start)
 
@@ -169,36 +119,18 @@ def static_placements(view: HarmonyView, time_limit: float) -> tuple[np.ndarray,
                           "spec 6a sizes: M <= 4 servers, N <= 4 jobs, W <= 4, P <= 2 (use --method surrogate beyond)",
                           field="--method")
     start = time.perf_counter()
-    w, p, used = _empty_product(view.M, view.capacity.shape[1])
+    w, p, used = empty_product(view.M, view.capacity.shape[1])
     limit = capacity_limit(view.capacity)   # the checker's limits: exactly the placements it accepts
     for i in range(view.J):
         ow, op = job_options(int(view.jobs.W[i]), int(view.jobs.P[i]), view.M, limit, view.worker_demand[i], view.ps_demand[i], slack=0.0)
-        w, p, used = _canonical(*_extend(w, p, used, ow, op, view.worker_demand[i], view.ps_demand[i], limit, slack=0.0))
+        w, p, used = _canonical(*extend_product(w, p, used, ow, op, view.worker_demand[i], view.ps_demand[i], limit, slack=0.0))
         if time.perf_counter() - start > time_limit:
             return w, p, size, False
     return w, p, size, True
 
 
-def _empty_product(M: int, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The product of no jobs: one placement with no job columns and nothing used."""
-    return np.zeros((1, 0, M), int), np.zeros((1, 0, M), int), np.zeros((1, M, K))
 
 
-def _extend(w: np.ndarray, p: np.ndarray, used: np.ndarray, ow: np.ndarray, op: np.ndarray,
-            wd: np.ndarray, pd: np.ndarray, cap: np.ndarray, slack: float = 1e-9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every placement ``(w, p)`` (B, J, M) joined with every option ``(ow, op)`` of one more job that
-    keeps ``used + its demand`` within ``cap``; in chunks, so memory stays bounded."""
-    add = ow[..., None] * wd + op[..., None] * pd                                   # (O, M, K)
-    step = max(1, _CHUNK * 10 // max(1, len(ow)))
-    B, J, M = w.shape
-    parts = [(np.zeros((0, J + 1, M), int), np.zeros((0, J + 1, M), int), np.zeros((0, *used.shape[1:])))]
-    for lo in range(0, B, step):
-        new_used = used[lo:lo + step, None] + add[None]                                # (b, O, M, K)
-        b, o = np.nonzero(np.all(new_used <= cap + slack, axis=(2, 3)))
-        parts.append((np.concatenate([w[lo + b], ow[o][:, None, :]], axis=1),
-                      np.concatenate([p[lo + b], op[o][:, None, :]], axis=1), new_used[b, o]))
-    new_w, new_p, new_u = (np.concatenate(x) for x in zip(*parts))
-    return new_w, new_p, new_u
 
 
 def _canonical(w: np.ndarray, p: np.ndarray, used: np.ndarray):
@@ -246,106 +178,10 @@ def static_jct(view: HarmonyView, w: np.ndarray, p: np.ndarray) -> np.ndarray:
     return finish / view.slot_s
 
 
-class Myopic(Planned):
-    """Myopic-optimal online reference (spec 6b(1)): per interval, the joint placement of the next
-    ``group`` queued jobs maximising the sum of normalised speeds of everything running, found by
-    exhaustive search in the true world; jobs past the group are planned in the next group."""
-
-    def __init__(self, view: HarmonyView, group: int = 3, max_product: float = 2e6):
-        self.view = view
-        self.group = group
-        self.max_product = max_product
-        self.alone = standalone_speeds(view)
-        self.plan: dict[int, list[tuple[str, int]]] = {}
-
-    def start_job(self, env: Env, j: int) -> None:
-        if j not in self.plan:
-            queue = [k for k in env.queue if k not in self.plan]
-            self._plan(env, queue[queue.index(j):][: self.group])
-
-    def _plan(self, env: Env, group: list[int]) -> None:
-        while group:
-            found = self._search(env, group)
-            if found is not None:
-                servers, best = found
-                for j, (wj, pj) in zip(group, best):
-                    self.plan[j] = [("ps", int(m)) for m in np.repeat(servers, pj)] + \
-                                   [("worker", int(m)) for m in np.repeat(servers, wj)]
-                return
-            group = group[:-1]
-
-    def _search(self, env: Env, group: list[int]):
-        """The best joint placement of ``group`` as ``(servers, [(w, p) per job over servers])``, or
-        ``None`` when the search is too large.  Every server takes part while each job's count
-        vectors are few; on a large cluster the candidates are the occupied servers and, per
-        capacity, as many empty servers as the group has tasks (empty servers of one capacity are
-        interchangeable: the same speeds and the same fit), which loses no score."""
-        view = self.view
-        servers = np.arange(view.M)
-        if not self._enumerable(group, len(servers)):
-            servers = _candidate_servers(view, env, sum(int(view.jobs.W[j] + view.jobs.P[j]) for j in group))
-            if not self._enumerable(group, len(servers)):
-                return None
-        free = env.free[servers]
-        opts = []
-        size = 1.0
-        for j in group:
-            ow, op = job_options(int(view.jobs.W[j]), int(view.jobs.P[j]), len(servers), free, view.worker_demand[j], view.ps_demand[j])
-            opts.append((ow, op))
-            size *= len(ow)
-        if size == 0 or size > self.max_product or size * len(group) * len(servers) > MYOPIC_WORK:
-            return None
-        M = len(servers)
-        w, p, used = _empty_product(M, view.capacity.shape[1])
-        for j, (ow, op) in zip(group, opts):
-            w, p, used = _extend(w, p, used, ow, op, view.worker_demand[j], view.ps_demand[j], free)
-        if len(w) == 0:
-            return None
-        running = np.flatnonzero(env.running)
-        if len(w) * (len(running) + len(group)) * M > MYOPIC_WORK:
-            return None
-        idx = np.concatenate([running, group]).astype(int)
-        # running tasks sit on occupied servers only, all of them candidates: the dropped columns are zero
-        run_w, run_p = env.w[running][:, servers], env.p[running][:, servers]
-        chunk = max(1, int(MYOPIC_CELLS // ((len(running) + len(group)) * M)))
-        best_k, best = 0, -np.inf
-        for lo in range(0, len(w), chunk):   # bounded memory; strict > keeps the first maximum, as one argmax
-            hi = min(len(w), lo + chunk)
-            W = np.concatenate([np.broadcast_to(run_w, (hi - lo, len(running), M)), w[lo:hi]], axis=1)
-            P = np.concatenate([np.broadcast_to(run_p, (hi - lo, len(running), M)), p[lo:hi]], axis=1)
-            score = (speeds(view.world, view.jobs.take(idx), W, P) / self.alone[idx]).sum(axis=1)
-            k = int(np.argmax(score))
-            if score[k] > best:
-                best_k, best = lo + k, float(score[k])
-        return servers, list(zip(w[best_k], p[best_k]))
-
-    def _enumerable(self, group: list[int], M: int) -> bool:
-        """Whether every job's raw count vectors over ``M`` servers stay small (memory of :func:`job_options`)."""
-        view = self.view
-        for j in group:
-            nw = math.comb(int(view.jobs.W[j]) + M - 1, M - 1)
-            npv = math.comb(int(view.jobs.P[j]) + M - 1, M - 1)
-            if max(nw, npv) > MAX_VECTORS or nw * npv * M > MYOPIC_CELLS:
-                return False
-        return True
 
 
-#: myopic: (placements x jobs x servers) evaluated at once (about 250 bytes each in the speed formula)
-MYOPIC_CELLS = 2e6
-#: myopic: the most (placements x jobs x servers) one search may build or evaluate in all (memory and
-#: time: about a second); a larger search is skipped (a smaller group, else load balancing)
-MYOPIC_WORK = 2e7
 
 
-def _candidate_servers(view: HarmonyView, env: Env, tasks: int) -> np.ndarray:
-    """The servers with any task on them, and the first ``tasks`` empty servers of each capacity (ascending)."""
-    empty = np.all(np.abs(env.free - view.capacity) <= 0, axis=1)
-    keep = ~empty
-    _, cls = np.unique(view.capacity, axis=0, return_inverse=True)
-    cls = np.asarray(cls).ravel()
-    for c in np.unique(cls[empty]):
-        keep[np.flatnonzero(empty & (cls == c))[:tasks]] = True
-    return np.flatnonzero(keep)
 
 
 # --- starts = any: placements and start intervals --------------------------------------------------------
@@ -369,18 +205,8 @@ class AnyResult:
     bound: float | None = None   # proven lower bound on the optimum (= avg_jct when complete)
 
 
-def min_intervals(view: HarmonyView) -> np.ndarray:
-    """Every job's shortest possible run, in intervals: its work at its standalone speed (its best
-    placement on the empty cluster).  No co-located task makes a job faster (all intensities u and
-    sensitivities s are >= 0 and g is increasing on [0, inf), so every pressure term only grows),
-    hence this is a lower bound on the job's run under any schedule."""
-    return standalone_intervals(view)
 
 
-def monotone_world(world: World) -> bool:
-    """Whether co-location can only slow a job down (every interference and communication term >= 0)."""
-    arrays = (world.u_worker, world.u_ps, world.s, world.t_comp, world.t_loc, world.t_rem)
-    return world.kappa >= 0 and all(np.all(a >= 0) for a in arrays)
 
 
 def sequential_jct(view: HarmonyView) -> float:
@@ -532,10 +358,10 @@ def exhaustive_any(view: HarmonyView, time_limit: float) -> AnyResult:
         raise OptionError(f"{raw:.3g} joint placements (no joint capacity pruning: jobs that never overlap may share servers) "
                           f"exceed the starts=any search's limit ({MAX_ANY_PRODUCT:.0g}); use --set starts=simultaneous "
                           "or fewer jobs/servers", field="--method")
-    w, p, used = _empty_product(M, view.capacity.shape[1])
+    w, p, used = empty_product(M, view.capacity.shape[1])
     unbounded = np.full_like(view.capacity, np.inf)
     for i, (ow, op) in enumerate(options):
-        w, p, used = _canonical(*_extend(w, p, used, ow, op, view.worker_demand[i], view.ps_demand[i], unbounded))
+        w, p, used = _canonical(*extend_product(w, p, used, ow, op, view.worker_demand[i], view.ps_demand[i], unbounded))
     # each placement's own bound: job j alone on its placement runs d_j(row) >= d_j intervals
     alone = np.stack([speeds(view.world, view.jobs.take(np.array([j])), w[:, [j]], p[:, [j]])[:, 0] for j in range(J)], axis=1)
     bound = (view.samples / (alone * view.slot_s)).sum(axis=1)
@@ -648,15 +474,6 @@ def anytime_search(view: HarmonyView, options, solve_options) -> tuple:
 
     Returns ``(best result or None, bound report or None, labels of the runs made, runs skipped for time)``.
     """
-    import dataclasses as dc
-
-    from ...clock import offer, past
-    from .baselines import make_heuristic
-    from .bound import bound_of_view
-    from .marginal import Marginal
-    from .methods import HOLD_ANY_TIME, run_outcome
-    from .options import HOLD, HOLD_SHARE
-
     began = time.perf_counter()
     deadline = began + solve_options.time_limit * (1.0 - CHECK_SHARE)
     results: dict[Trial, float | None] = {}

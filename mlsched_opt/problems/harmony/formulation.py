@@ -36,7 +36,7 @@ import pyomo.environ as pyo
 from ...io.instance import Instance
 from ...tolerances import capacity_limit
 from .baselines import pair_table
-from .simulate import placement_decision
+from .decision import placement_decision
 from .view import HarmonyView, view_of
 
 UNIT = 1e-4  # seconds per unit of T

@@ -21,7 +21,7 @@ from ...errors import UserError
 from ...io.catalog import Catalog, load_catalog
 from ..base import GenerateSpec, Option
 from ..generation import generate_command
-from .exact import standalone_speed
+from .placements import standalone_speed
 from .view import make_world
 
 CAPACITY = {"cpu": 8, "gpu": 2, "memory_gb": 48}

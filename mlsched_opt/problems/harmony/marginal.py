@@ -39,8 +39,8 @@ import numpy as np
 
 from ...tolerances import capacity_limit
 from .baselines import Planned
-from .exact import job_options, standalone_profile
 from .options import HOLD, HOLD_SHARE
+from .placements import job_options, standalone_profile
 from .simulate import Env
 from .view import HarmonyView
 from .world import NET, PCIE, Jobs, World, speeds

@@ -14,7 +14,7 @@ choice for longer than that.
 
 The simulation is a generator (:func:`run_steps`) that yields every decision as an :class:`Ask`
 and takes the answer by ``send``; :func:`simulate` answers with a chooser, the Gymnasium
-environment (:mod:`.gym_env`) with an agent's actions: one simulator for both.
+environment (:mod:`.rl.gym_env`) with an agent's actions: one simulator for both.
 
 The reward of interval t is Harmony's (DL2's ``_progress``): the sum over running jobs of the
 fraction of their total work trained in the interval (spec 1.5); :attr:`Env.occupancy` is the
@@ -42,6 +42,7 @@ import numpy as np
 
 from ...clock import progress as report_progress
 from ...tolerances import DONE_TOL
+from .decision import placement_decision
 from .view import HarmonyView, empty_cluster_placement
 from .world import sparse_speeds
 
@@ -165,13 +166,6 @@ def holds_back(chooser: Any, env: Env, j: int) -> bool:
     return defer is not None and bool(defer(env, j))
 
 
-def placement_decision(view: HarmonyView, start: np.ndarray, w: np.ndarray, p: np.ndarray) -> dict:
-    """The solution format: ``placement`` (job -> tasks per server) and ``start`` (job -> interval)."""
-    placement = {}
-    for j, job_id in enumerate(view.ids):
-        placement[job_id] = {"workers": {view.servers[m]: int(w[j, m]) for m in np.flatnonzero(w[j])},
-                             "ps": {view.servers[m]: int(p[j, m]) for m in np.flatnonzero(p[j])}}
-    return {"placement": placement, "start": {job_id: int(start[j]) for j, job_id in enumerate(view.ids)}}
 
 
 def true_speeds(view: HarmonyView) -> SpeedFn:
@@ -444,3 +438,27 @@ def _advance(env: Env, k: int, speed_fn: SpeedFn, reuse: bool = False) -> float:
     stay = np.where(env.done[present], env.finish_s[present] / view.slot_s - k, 1.0)
     env.occupancy = float(np.clip(stay, 0.0, 1.0).sum())
     return float(((before - env.remaining) / view.samples).sum())
+
+
+def interference_now(env: Env, j: int, alone: np.ndarray, dry_run: Chooser) -> tuple[float, float]:
+    """If job ``j`` were placed now by ``dry_run``: its speed over its standalone speed, and the
+    normalised speed the jobs already holding servers (running or placed this interval) would
+    lose; ``(0, 0)`` when it does not fit.  The state is restored (the job is rolled back and the
+    tasks left to place are put back).  Speeds are the world's (the same model the profiled
+    pair table of ``least-interference`` is read from), not a learned reward model's."""
+    view = env.view
+    rows = env.rows()
+    before = sparse_speeds(view.world, view.jobs.take(rows), env.w[rows], env.p[rows]) if len(rows) else np.zeros(0)
+    left = dict(env.left)
+    try:
+        if not place_job(env, j, dry_run):
+            return 0.0, 0.0
+        after_rows = env.rows()
+        v = sparse_speeds(view.world, view.jobs.take(after_rows), env.w[after_rows], env.p[after_rows])
+    finally:
+        rollback(env, j)
+        env.left = left
+    at = np.searchsorted(after_rows, j)
+    others = np.delete(v, at)
+    lost = float(((before - others) / alone[rows]).sum()) if len(rows) else 0.0
+    return float(v[at] / alone[j]), lost

@@ -49,9 +49,9 @@ from ...traces.mapping import ARRIVALS, arrival_slots, assign_models
 from ...traces.model import pick_nodes
 from ...traces.sources import ALIBABA_NODES, alibaba_nodes, cluster
 from ..base import Option
-from .exact import standalone_speed
 from .generate import OPTIONS as GENERATE_OPTIONS, PS, WORKER
 from .options import WORLDS
+from .placements import standalone_speed
 from .view import greedy_gang, make_world
 
 _GEN = {o.name: o for o in GENERATE_OPTIONS}

@@ -131,22 +131,6 @@ def view_of(instance: Instance, options: Mapping, require_fit: bool = True) -> H
     return view
 
 
-def check_horizon(instance: Instance, view: HarmonyView, limit: int) -> None:
-    """Refuse an instance whose simulation would advance more than ``limit`` intervals, before
-    simulating (the simulator steps interval by interval, so a huge finite work would run
-    unbounded).  The estimate is the last arrival plus the jobs' shortest possible runs (each alone
-    at its best placement; interference only lengthens a run) added up, as if they ran one after
-    another: a documented, conservative estimate (jobs that overlap take fewer intervals); ``--set
-    max_intervals=N`` raises the limit, and every simulation also stops at the time limit."""
-    from .exact import min_intervals
-
-    d = min_intervals(view)
-    total = float(view.arrival.max(initial=0)) + float(d.sum())
-    if total > limit:
-        i = int(np.argmax(d))
-        raise InstanceError(f"the jobs' standalone runs add up to {total:.3g} scheduling intervals (this job alone: {d[i]:.3g}), "
-                            f"over the limit max_intervals={limit} (raise it with --set max_intervals=N)",
-                            instance.file, f"{instance.jobs[i].path}.work.epochs")
 
 
 def gang_misfit(view: HarmonyView, i: int) -> str | None:

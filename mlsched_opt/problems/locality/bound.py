@@ -30,29 +30,13 @@ from ...report import SolveReport
 from ...solvers import SolveOptions
 from ...tolerances import capacity_limit, work_done_threshold
 from .pcilp import largest_fit
+from .priority import srpt_plan
+from .rates import slot_rate_bound, spread_rate
 from .view import LocalityView, locality_view
 
 NAME = "standalone lower bound"
 
 
-def slot_rate_bound(view: LocalityView, i: int, locality: str = "job") -> float:
-    """Most samples job ``i`` can train in one slot under any placement the checker accepts, on the empty cluster.
-
-    On one machine every worker runs at ``q_in`` and at most ``n_co`` workers fit there with the
-    ``ceil(n / gamma)`` PSs the checker's (C3) asks for (more PSs only take more room).  On two or
-    more machines at most ``w_max`` workers run (C5, and the cluster holds no more), each at
-    ``q_ex`` (job-level locality) or, with ``pair``, at most at the rate of the least
-    communication time ``min_f max(f c_in, (1 - f) c_ex) = c_in c_ex / (c_in + c_ex)``.
-    """
-    job, timing = view.jobs[i], view.timing[i]
-    n_co = float(largest_fit(job, capacity_limit(view.capacity)[:, :, None])[:, 0].max(initial=0))   # within the checker's limits
-    if locality == "pair":
-        c_in, c_ex = timing.comm_in_s, timing.comm_ex_s
-        best_comm = c_in * c_ex / (c_in + c_ex) if c_in + c_ex > 0 else 0.0
-        spread = float(timing.rate(best_comm))
-    else:
-        spread = job.q_ex
-    return max(job.q_in * n_co, spread * job.w_max)
 
 
 def standalone_delay(view: LocalityView, i: int, locality: str = "job") -> int:
@@ -143,8 +127,6 @@ def job_modes(view: LocalityView, i: int, locality: str = "job") -> Modes:
     ceil(n / gamma) beta`` of the pooled cluster.  A mode with no more work and no less usage than
     another is dropped: replacing it by the other keeps a schedule's work and lowers its priced usage.
     """
-    from .priority import spread_rate
-
     job = view.jobs[i]
     n_co = int(largest_fit(job, capacity_limit(view.capacity)[:, :, None])[:, 0].max(initial=0))
     n = np.arange(1, job.w_max + 1)
@@ -688,8 +670,6 @@ def capacity_bound(instance: Instance, options: Mapping[str, Any], solve_options
     round limit, one HiGHS thread); the time limit only cuts it short (the best bound so far
     stands, and the message says so).  Our design (issue 32).
     """
-    from .priority import srpt_plan
-
     start = time.perf_counter()
     deadline = start + float(solve_options.time_limit)
     view = locality_view(instance)

@@ -12,10 +12,12 @@ import numpy as np
 
 from ...io.instance import Instance
 from ...tolerances import work_done_threshold
-from .view import LocalityView, locality_view, total_delay
+from .view import LocalityView, locality_view, o3_ps, total_delay
 
 #: the largest exact model (job, slot, machine, workers patterns) :func:`.formulation.build_model` builds
 MAX_EXACT_CELLS = 50_000
+#: (slot, machine, workers): one task of a schedule
+Task = tuple[int, int, int]
 Placement = Mapping[int, Mapping[int, tuple[Mapping[int, int], Mapping[int, int]]]]
 
 
@@ -75,3 +77,14 @@ def rescore(instance: Instance, options: Mapping[str, Any], decision: Mapping[st
     view = locality_view(instance)
     index = {job.id: i for i, job in enumerate(view.jobs)}
     return total_delay(view, {index[j]: t for j, t in decision["extra"]["completion"].items()})
+
+
+def o3_placement(view: LocalityView, tasks: Mapping[int, list[Task]]) -> dict[int, dict[int, tuple[dict[int, int], dict[int, int]]]]:
+    """``(slot, machine, workers)`` triples -> per slot workers and PSs, PSs beside their workers (observation O3)."""
+    out: dict[int, dict[int, tuple[dict[int, int], dict[int, int]]]] = {}
+    for i, triples in tasks.items():
+        for t, h, n in triples:
+            workers, ps = out.setdefault(i, {}).setdefault(t, ({}, {}))
+            workers[h] = workers.get(h, 0) + n
+            ps[h] = o3_ps(workers[h], view.jobs[i].gamma)
+    return out

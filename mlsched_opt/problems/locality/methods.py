@@ -28,8 +28,8 @@ from ...errors import OptionError
 from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report, timing_phrase
-from .decision import decision
-from .online import BOTH, Prices, Schedule, Task, v_greedy, v_pd
+from .decision import decision, o3_placement
+from .online import BOTH, Prices, Schedule, v_greedy, v_pd
 from .view import LocalityView, check_size, locality_view, o3_ps, total_delay
 
 #: The covering inflations tried per LP when ``epsilon`` is -1 (spec 001 pitfall P6).
@@ -38,15 +38,6 @@ EPSILONS = (0.0, 0.05, 0.1)
 PLAN_SHARE = 0.9
 
 
-def o3_placement(view: LocalityView, tasks: Mapping[int, list[Task]]) -> dict[int, dict[int, tuple[dict[int, int], dict[int, int]]]]:
-    """``(slot, machine, workers)`` triples -> per slot workers and PSs, PSs beside their workers (observation O3)."""
-    out: dict[int, dict[int, tuple[dict[int, int], dict[int, int]]]] = {}
-    for i, triples in tasks.items():
-        for t, h, n in triples:
-            workers, ps = out.setdefault(i, {}).setdefault(t, ({}, {}))
-            workers[h] = workers.get(h, 0) + n
-            ps[h] = o3_ps(workers[h], view.jobs[i].gamma)
-    return out
 
 
 def _work_of(view: LocalityView, locality: str) -> Callable[[int, list[tuple[int, int]]], float]:

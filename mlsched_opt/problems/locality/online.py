@@ -10,7 +10,7 @@ committed irrevocably; its patterns use up residual capacity.  A job without any
 rejected.
 
 **V-PD.**  Prices ``p[h, r, t] = L (U_r / L) ** (load / capacity)`` on the one shared pool, kept
-by OASiS's :class:`~mlsched_opt.problems.oasis.prices.PricedPool`.  For every deadline the
+by OASiS's :class:`~mlsched_opt.problems.pricing.PricedPool`.  For every deadline the
 PC-ILP is solved with costs ``kappa = p`` (LP + RR-PC) and the payoff is
 ``u_i(t_hat - a_i + 1) - cost``; the job takes the best deadline if its payoff is positive, else
 it is rejected, and its workers and PSs raise the prices.
@@ -52,8 +52,9 @@ import numpy as np
 
 from ...clock import progress as report_progress
 from ...tolerances import work_done_threshold
-from ..oasis.prices import PricedPool
 from ..online import arrivals_by_slot
+from ..pricing import PricedPool
+from .decision import Task
 from .options import ORDERS
 from .pcilp import (
     CO_LOCATED,
@@ -74,7 +75,7 @@ from .pcilp import (
 from .rounding import rr_pc
 
 BOTH = (CO_LOCATED, SPREAD)
-Task = tuple[int, int, int]  # (slot, machine, workers)
+
 
 
 @dataclass

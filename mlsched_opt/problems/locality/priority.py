@@ -43,7 +43,8 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ...tolerances import FIT_TOL, work_done_threshold
 from ..base import MethodResult, heuristic_report
-from .decision import decision
+from .decision import decision, o3_placement
+from .rates import slot_rate_bound, spread_rate
 from .view import LocalityView, check_size, locality_view, o3_ps, total_delay
 
 Task = tuple[int, int, int]  # (slot, machine, workers)
@@ -52,7 +53,7 @@ Task = tuple[int, int, int]  # (slot, machine, workers)
 @dataclass(frozen=True)
 class Rates:
     """Per job: the checker's work threshold, the best per-worker rate, the most work of one slot
-    (:func:`.bound.slot_rate_bound`) and the pooled share of one worker with its PSs; ``typical``:
+    (:func:`.rates.slot_rate_bound`) and the pooled share of one worker with its PSs; ``typical``:
     the mean demand of one worker with its share of a PS over the jobs (R,)."""
 
     need: np.ndarray
@@ -65,18 +66,9 @@ class Rates:
     demand: tuple[np.ndarray, ...]
 
 
-def spread_rate(view: LocalityView, i: int, locality: str) -> float:
-    """Most samples one worker of job ``i`` trains per slot when the job spans two or more machines."""
-    timing = view.timing[i]
-    if locality == "pair":
-        c_in, c_ex = timing.comm_in_s, timing.comm_ex_s
-        return float(timing.rate(c_in * c_ex / (c_in + c_ex))) if c_in + c_ex > 0 else view.jobs[i].q_ex
-    return view.jobs[i].q_ex
 
 
 def rates(view: LocalityView, locality: str) -> Rates:
-    from .bound import slot_rate_bound
-
     pooled = view.capacity.sum(axis=0)
     share = np.where(pooled > 0, 1.0 / np.where(pooled > 0, pooled, 1.0), 0.0)
     q_sp = np.array([spread_rate(view, i, locality) for i in range(len(view.jobs))])
@@ -319,8 +311,6 @@ def srpt_plan(view: LocalityView, locality: str, deadline: float | None = None, 
 
 def plan_decision(view: LocalityView, plan: Plan, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The decision of ``plan``: each finished job's tasks with O3 PSs beside its workers."""
-    from .methods import o3_placement
-
     return decision(view, o3_placement(view, {i: plan.tasks[i] for i in plan.completion}), plan.completion, extra)
 
 

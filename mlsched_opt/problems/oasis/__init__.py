@@ -14,7 +14,7 @@ Problem option ``ranges`` (our design): ``instance`` (default) also enforces the
 the OASiS method.  The algorithms stop planning at ``--time-limit`` and return what they have
 (status ``feasible``, the message says the run was cut short); sizes no method could handle
 (:data:`.view.MAX_SLOTS`, ``MAX_CELLS``, ``MAX_TASKS``, ``MAX_WORK``, the DP's
-:data:`.subroutine.MAX_TABLE`, the MILP's :data:`.formulation.MAX_VARIABLES`) are refused up
+:data:`.subroutine.MAX_TABLE`, the MILP's :data:`.decision.MAX_VARIABLES`) are refused up
 front with the field named.
 
 ``mlsched import philly|pollux --problem oasis`` builds instances from real traces (:mod:`.trace`).

@@ -60,7 +60,8 @@ from ...report import SolveReport
 from ...solvers import SolveOptions, relaxation
 from ...solvers.highs_lp import highspy_version, use_threads
 from ...tolerances import CHECK_TOL, FIT_TOL, capacity_limit, work_done_threshold
-from .formulation import model_size, offline_model
+from .decision import model_size
+from .formulation import offline_model
 from .view import OasisView, oasis_view
 
 NAME = "window capacity LP"

@@ -30,7 +30,7 @@ from ...report import SolveReport
 from ...solvers import SolveOptions
 from ...solvers.highs_lp import highspy_version
 from ..base import MethodResult, heuristic_report
-from .formulation import decision, model_size
+from .decision import decision, model_size
 from .options import FULL_MODEL_MAX
 from .plan import State, plan_jobs
 from .view import OasisView, oasis_view

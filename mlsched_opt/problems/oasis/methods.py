@@ -12,7 +12,7 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report, timing_phrase
 from .baselines import POLICIES
-from .formulation import decision
+from .decision import decision
 from .online import Oasis, SlotRun, simulate
 from .prices import PriceParams, estimated_params, formula_params, given_params
 from .view import OasisView, oasis_view

@@ -18,7 +18,8 @@ import numpy as np
 
 from ...clock import progress as report_progress
 from ..online import SlotPolicy, arrivals_by_slot
-from .prices import PricedPool, PriceParams
+from ..pricing import PricedPool
+from .prices import PriceParams
 from .subroutine import best_schedule
 from .view import OasisJob, OasisView, TaskCounts
 

@@ -34,11 +34,12 @@ from scipy import sparse
 from ...clock import past
 from ...solvers.highs_lp import INF, use_threads
 from ...tolerances import FIT_TOL
-from .formulation import worker_slots_needed
+from ..pricing import PricedPool
+from ..rounding import ceil
+from .decision import worker_slots_needed
 from .online import SlotRun
-from .prices import PricedPool
 from .subroutine import best_schedule
-from .view import OasisView, TaskCounts, ceil, fit_counts
+from .view import OasisView, TaskCounts, fit_counts
 
 #: Worker counts a job's columns may use: its most, its fewest, and a few between.
 COUNTS_PER_JOB = 3

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InstanceError
-from .prices import PricedPool
-from .view import OasisJob, TaskCounts, ceil, floor
+from ..pricing import PricedPool
+from ..rounding import ceil, floor
+from .view import OasisJob, TaskCounts
 
 #: Relative tolerance for "equal cost" when the DP is unwound.
 TIE = 1e-12

@@ -28,52 +28,27 @@ defaults (``min = 1``, ``ps.max = workers.max``) the rule adds nothing to the pa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import overload
 
 import numpy as np
 
 from ...errors import InstanceError
 from ...io.instance import Instance, Job, Server, Utility
-from ...io.schema import MAX_NUMBER
-from ...tolerances import FIT_TOL, capacity_limit
-
-#: Integer rounding guard for ceil(d rho), ceil(y b/B), floor(c/w) (spec pitfall 11).
-EPS = FIT_TOL
+from ...tolerances import capacity_limit
+from ..rounding import ceil, floor
 
 #: Sizes refused up front (our design, so that no loop or array is driven by an unbounded input):
 #: the horizon, the per-slot arrays ``slots x servers x resources`` (load and price of every pool,
 #: the checker's load) every method keeps, and the worker count one job can reach in a slot (``hi``).
 #: Schedules are sparse (a job's slots and servers with tasks), so the job count is not in the cells;
 #: the exact model, which does grow with jobs x slots x servers, has its own limit
-#: (:data:`.formulation.MAX_VARIABLES`).  The paper's largest setting (T = 300, 100 servers,
+#: (:data:`.decision.MAX_VARIABLES`).  The paper's largest setting (T = 300, 100 servers,
 #: 400 jobs, N <= 100) and the Alibaba cluster (1,523 servers, 51 slots, 5 resources) are far inside.
 MAX_SLOTS = 100_000
 MAX_CELLS = 50_000_000
 MAX_TASKS = 100_000
 MAX_WORK = 1e15
-#: Largest count :func:`floor` and :func:`ceil` return.  A capacity of 2**53 over a demand of 1e-9
-#: is 9e24 tasks, beyond int64: such a count means "no limit" (every use takes a min with a job's
-#: own cap), so it is clipped here instead of wrapping to a negative integer in the cast.
-MAX_COUNT = float(MAX_NUMBER)
 
 
-@overload
-def ceil(x: float) -> int: ...
-@overload
-def ceil(x: np.ndarray) -> np.ndarray: ...
-def ceil(x: float | np.ndarray) -> int | np.ndarray:
-    """Ceiling that forgives float noise: 4.000000001 -> 4."""
-    out = np.ceil(np.clip(np.asarray(x, dtype=float), -MAX_COUNT, MAX_COUNT) - EPS).astype(int)
-    return int(out) if out.ndim == 0 else out
-
-
-@overload
-def floor(x: float) -> int: ...
-@overload
-def floor(x: np.ndarray) -> np.ndarray: ...
-def floor(x: float | np.ndarray) -> int | np.ndarray:
-    out = np.floor(np.clip(np.asarray(x, dtype=float), -MAX_COUNT, MAX_COUNT) + EPS).astype(int)
-    return int(out) if out.ndim == 0 else out
 
 
 @dataclass(frozen=True)

@@ -49,10 +49,9 @@ from ...errors import OptionError, UserError
 from ...io.catalog import Catalog
 from ...tolerances import FIT_TOL
 from ...traces import ImportSpec, Trace, describe
-from ...traces.mapping import assign_models
+from ...traces.mapping import assign_models, gpu_seconds, gradient_sizes, usable_models, workload_figures
 from ...traces.sources import cluster
 from ..base import Option
-from ..oasis.trace import gpu_seconds, gradient_sizes, usable_models, workload_figures
 from .generate import SGD_MIX, _bounds, _calibration
 from .view import FP_SHARE
 

@@ -1,16 +1,16 @@
 """Harmony as a Gymnasium environment (the optional ``gym`` extra): one placement decision per step.
 
 [Our design, issue 21.]  :class:`HarmonyEnv` steps the same simulator as every harmony method,
-:func:`~.simulate.run_steps` (the generator behind :func:`~.simulate.simulate`), so an episode
+:func:`~..simulate.run_steps` (the generator behind :func:`~..simulate.simulate`), so an episode
 driven by a fixed policy gives exactly the decision and JCTs that ``simulate`` gives with the
 corresponding chooser.  It exists so that off-the-shelf RL libraries (sb3-contrib's
 ``MaskablePPO`` in ``benchmarks/harmony_gym.py``) can be compared with our own trainer on the same
 problem.
 
-* **Episode**: one trace (a :class:`~.view.HarmonyView`) from arrival of the first job to the
+* **Episode**: one trace (a :class:`~..view.HarmonyView`) from arrival of the first job to the
   finish of the last, drawn at :meth:`HarmonyEnv.reset` from ``self.np_random``.
 * **Steps**: the simulator's decisions, in its order: a ``"defer"`` ask (a queued job may be held
-  back, :meth:`~.simulate.Env.may_defer`, within ``defer_max`` intervals of its arrival) and every
+  back, :meth:`~..simulate.Env.may_defer`, within ``defer_max`` intervals of its arrival) and every
   ``"task"`` ask (one PS or worker of the job being placed).  ``"start"`` and ``"end"`` asks need
   no answer and are passed through.
 * **Action**: ``Discrete(M + 1)``.  At a task ask, a server ``m < M`` among the feasible ones.  At a
@@ -29,11 +29,11 @@ problem.
   ``M`` and the job types are fixed per env:
   a trace of another cluster size or another world's types is refused with a :class:`ValueError`.
 * **Reward**: minus the jobs in the system during the intervals simulated since the previous step
-  (:attr:`~.simulate.Env.occupancy`, a finishing job for its fraction), divided by the reward
+  (:attr:`~..simulate.Env.occupancy`, a finishing job for its fraction), divided by the reward
   scale.  By Little's law the undiscounted return of an episode is ``-(total JCT) / scale``
   (intervals); the default scale is the trace's job count, so the return is minus the average JCT.
 * **End**: ``terminated`` when the trace's last job finishes (never truncated); the last step's
-  ``info`` has ``avg_jct``, ``jct`` (per job), ``run`` (the :class:`~.simulate.HarmonyRun`) and
+  ``info`` has ``avg_jct``, ``jct`` (per job), ``run`` (the :class:`~..simulate.HarmonyRun`) and
   ``decision`` (the solution document the family checker takes).
 
 Same seed to :meth:`HarmonyEnv.reset`, same trace and the same observations.  Speeds are the true world's.
@@ -48,12 +48,12 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from .baselines import make_heuristic
-from .exact import standalone_profile
+from ..baselines import make_heuristic
+from ..options import DEFER_MAX
+from ..placements import standalone_profile
+from ..simulate import Ask, Chooser, Env, HarmonyRun, Steps, run_steps
+from ..view import HarmonyView
 from .features import context_width, decision_state, server_width
-from .options import DEFER_MAX
-from .simulate import Ask, Chooser, Env, HarmonyRun, Steps, run_steps
-from .view import HarmonyView
 
 #: a trace factory: draws the next episode's trace from the env's generator
 TraceFactory = Callable[[np.random.Generator], HarmonyView]

@@ -4,8 +4,8 @@ imports the registry: importing the trainer there cost each command a second and
 
 from __future__ import annotations
 
-from ..base import Option
-from .options import DEFER_MAX
+from ...base import Option
+from ..options import DEFER_MAX
 
 #: training traces whose later arrivals are the futures rollouts sample from
 FUTURE_POOL = 16

@@ -54,19 +54,19 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import OptionError
-from ...io import from_document, load_catalog
-from ..base import GenerateSpec, TrainSpec, parse_values
-from .baselines import HEURISTICS, Delegating, make_heuristic
-from .exact import standalone_profile, standalone_speeds
+from ....errors import OptionError
+from ....io import from_document, load_catalog
+from ...base import GenerateSpec, TrainSpec, parse_values
+from ..baselines import HEURISTICS, Delegating, make_heuristic
+from ..generate import generate
+from ..options import DEFERRING
+from ..placements import standalone_profile, standalone_speeds
+from ..simulate import Ask, holds_back, simulate, true_speeds
+from ..view import HarmonyView, view_of
+from ..world import Jobs
 from .features import advice_of, decision_state, reward_inputs
-from .generate import generate
-from .options import DEFERRING
+from .options import FUTURE_POOL, TRAIN_OPTIONS
 from .policy import PolicyChooser
-from .simulate import Ask, holds_back, simulate, true_speeds
-from .train_options import FUTURE_POOL, TRAIN_OPTIONS
-from .view import HarmonyView, view_of
-from .world import Jobs
 
 SEED_BASE = {"train": 1_000_000, "validation": 2_000_000, "test": 3_000_000}
 

@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import UserError
-from ...io.files import atomic_path, limits, over_limit
-from .baselines import HEURISTICS, Heuristic, LoadBalance, Packing, make_heuristic
-from .exact import standalone_profile, standalone_speeds
+from ....errors import UserError
+from ....io.files import atomic_path, limits, over_limit
+from ..baselines import HEURISTICS, Heuristic, LoadBalance, Packing, make_heuristic
+from ..options import DEFERRING
+from ..placements import standalone_profile, standalone_speeds
+from ..simulate import Ask, Env
+from ..view import HarmonyView
 from .features import advice_of, context_width, decision_state, first_role, host_width, job_width, reward_inputs, server_width
-from .options import DEFERRING
-from .simulate import Ask, Env
-from .view import HarmonyView
 
 try:
     import torch
@@ -52,7 +52,7 @@ except ImportError:  # pragma: no cover - exercised where the extra is absent
     torch = None  # type: ignore[assignment]
     nn = None  # type: ignore[assignment]
 
-from ...io.catalog import shipped_catalog_dir  # the checkout's models/, else the installed package data
+from ....io.catalog import shipped_catalog_dir  # the checkout's models/, else the installed package data
 
 DEFAULT_MODEL = shipped_catalog_dir() / "harmony-drl.pt"
 HIDDEN = 64

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .simulate import Ask, Chooser, Env, holds_back, place_job, rollback
-from .view import HarmonyView
-from .world import sparse_speeds
+from ..simulate import Ask, Chooser, Env, holds_back, interference_now
+from ..view import HarmonyView
+from ..world import sparse_speeds
 
 TASKS_PER_SERVER = 4.0
 W_MAX = 4.0
@@ -152,28 +152,6 @@ def defer_block(env: Env, j: int, lengths: np.ndarray, alone: np.ndarray, dry_ru
     return np.array([1.0, waited / max(1, env.defer_max), shorter / 4.0, min(shortest, 2.0), own, lost, soonest / 60.0])
 
 
-def interference_now(env: Env, j: int, alone: np.ndarray, dry_run: Chooser) -> tuple[float, float]:
-    """If job ``j`` were placed now by ``dry_run``: its speed over its standalone speed, and the
-    normalised speed the jobs already holding servers (running or placed this interval) would
-    lose; ``(0, 0)`` when it does not fit.  The state is restored (the job is rolled back and the
-    tasks left to place are put back).  Speeds are the world's (the same model the profiled
-    pair table of ``least-interference`` is read from), not a learned reward model's."""
-    view = env.view
-    rows = env.rows()
-    before = sparse_speeds(view.world, view.jobs.take(rows), env.w[rows], env.p[rows]) if len(rows) else np.zeros(0)
-    left = dict(env.left)
-    try:
-        if not place_job(env, j, dry_run):
-            return 0.0, 0.0
-        after_rows = env.rows()
-        v = sparse_speeds(view.world, view.jobs.take(after_rows), env.w[after_rows], env.p[after_rows])
-    finally:
-        rollback(env, j)
-        env.left = left
-    at = np.searchsorted(after_rows, j)
-    others = np.delete(v, at)
-    lost = float(((before - others) / alone[rows]).sum()) if len(rows) else 0.0
-    return float(v[at] / alone[j]), lost
 
 
 def host_width(L: int) -> int:
