@@ -118,7 +118,7 @@ def test_the_wheel_carries_the_catalog_the_policy_the_schemas_and_every_module(w
     assert f"{info}/licenses/LICENSE" in names
     metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
     assert "License-Expression: MIT" in metadata and "Provides-Extra: notebook" in metadata
-    assert "mlsched = mlsched_opt.cli:console_main" in zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
+    assert "mlsched = mlsched_opt.entry:main" in zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
 
 
 def test_the_installed_wheel_validates_solves_and_checks_the_demo_outside_the_checkout(venv, tmp_path):

@@ -234,7 +234,7 @@ def lagrangian(f: Fluid, lam: np.ndarray, mu: np.ndarray) -> float:
 
 class ThroughputLP:
     """The linear version of the relaxation on arrays, solved by HiGHS with configuration columns generated
-    by pricing (module docstring); :meth:`multipliers` gives the rows' prices after each round."""
+    by pricing (module docstring); :meth:`solve` gives the rows' prices after each round."""
 
     def __init__(self, f: Fluid):
         import highspy

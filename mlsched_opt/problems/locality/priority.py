@@ -24,8 +24,8 @@ small numpy steps.  Guarantee: none proven here (preemptive shortest remaining p
 optimal for one machine without weights, 1|r_j, pmtn|sum C_j, Schrage 1968; this is a list
 heuristic on many multi-resource machines).
 
-:func:`simulate` plans any subset of jobs on a residual capacity, so the exact method's
-large-neighbourhood search (:mod:`.exact`) re-plans a few jobs with everything else fixed.
+:func:`simulate` plans any subset of jobs on a residual capacity: the exact method
+(:mod:`mlsched_opt.problems.locality.exact`) plans with it the jobs its master's plan leaves out.
 """
 
 from __future__ import annotations

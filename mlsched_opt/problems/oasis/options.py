@@ -16,7 +16,7 @@ REPLAN_GUARANTEE = ("none (our design, a rolling-horizon heuristic): at each arr
                     "jointly on the capacity left; it never looks at later arrivals")
 
 #: Offline MILPs up to this many variables are built (by Pyomo) and solved to a certified optimum, from the
-#: search's schedule; larger instances go to the plan-improve search of :mod:`.exact` (our design: with Philly
+#: search's schedule; larger instances go to the plan-improve search of :mod:`mlsched_opt.problems.oasis.exact` (our design: with Philly
 #: jobs, 62,000 variables (200 jobs, 15 + 15 servers) took 35 s to build, solve and certify on 2 idle cores and
 #: 187 s on 2 loaded ones; 55,000 (500 jobs, 5 + 5 servers) 233 s, and the certification did not end, where
 #: the search reaches the window LP's bound in seconds).

@@ -28,6 +28,7 @@ from typing import Any
 
 import highspy
 import numpy as np
+import scipy.sparse
 from scipy import sparse
 
 from ...report import relative_gap
@@ -60,7 +61,7 @@ class ModelArrays:
     cost: np.ndarray
     col_lo: np.ndarray
     col_hi: np.ndarray
-    a: sparse.csc_matrix
+    a: scipy.sparse.csc_matrix  # spelled in full: Sphinx resolves a field's type without the module's imports
     row_lo: np.ndarray
     row_hi: np.ndarray
 
