@@ -128,7 +128,7 @@ def render_hard(family: str | None, page: Path | None) -> str:
     script = _script("scale_hard")
     rows = [r for r in script.read(folder / "hard.csv") if family is None or r["family"] == family]
     if not rows:
-        return f"No stored hard-ladder run for `{family}`."
+        return "\n".join([f"The stored hard ladder has no run of `{family}`.", "", provenance(folder)])
     points: dict[tuple[str, int], list[dict]] = {}
     for r in rows:
         points.setdefault((r["run"], r["jobs"]), []).append(r)
