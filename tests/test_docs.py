@@ -241,6 +241,15 @@ def test_every_page_is_read_and_every_family_has_one():
         assert f"{{mlsched-family}} {name}" in page.read_text(), f"{page} does not show the registry's record of {name}"
 
 
+def test_readme_family_table_lists_every_registered_method():
+    """The README's family table names each family's methods exactly as the registry has them, in its order."""
+    text = (ROOT / "README.md").read_text()
+    rows = dict(re.findall(r"^\| \[`([a-z-]+)`\]\(docs/families/[a-z-]+\.md\) \|[^|\n]*\|[^|\n]*\| ([^|\n]*) \|$", text, re.MULTILINE))
+    assert set(rows) == set(REGISTRY), set(rows) ^ set(REGISTRY)
+    for name, cell in rows.items():
+        assert re.findall(r"`([^`]+)`", cell) == list(REGISTRY[name].methods), f"README.md's methods of {name}: {cell}"
+
+
 def test_readme_is_a_front_page():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; the rest belongs in docs/"

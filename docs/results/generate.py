@@ -9,7 +9,8 @@ beside the files).  To refresh a result, re-run its command with ``--out`` into 
     python docs/results/generate.py scale harmony-worlds
 
 The Sphinx extension (``docs/_ext/mlsched_docs.py``, directive ``{mlsched-results} NAME``) calls
-:func:`render` while it builds the pages.  Names: ``scale``, ``scale:FAMILY``, ``import-traces``,
+:func:`render` while it builds the pages.  Names: ``scale``, ``scale:FAMILY``,
+``hard``, ``hard:FAMILY`` (the capacity-binding ladder of ``benchmarks/scale_hard.py``), ``import-traces``,
 ``import-traces:FAMILY``, ``bench-suites``, ``bench-suites:FAMILY``, ``bench:FOLDER`` (a stored
 ``mlsched bench`` output folder's summary), ``harmony-worlds``, ``harmony-gym``, ``harmony-curve``.
 """
@@ -30,10 +31,10 @@ DATA = HERE / "data"
 ROOT = HERE.parent.parent
 
 
-def _scale_script() -> Any:
-    """``benchmarks/scale.py``, whose row reader, run table and exponent fit the tables use (one
-    definition of each: the script's own)."""
-    spec = importlib.util.spec_from_file_location("scale_benchmark", ROOT / "benchmarks" / "scale.py")
+def _script(name: str) -> Any:
+    """``benchmarks/NAME.py``, whose row reader and run table the tables use (one definition of
+    each: the script's own): ``scale`` (and its exponent fit), ``scale_hard``."""
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -84,7 +85,7 @@ def figure(path: Path, page: Path | None, alt: str) -> str:
 
 def render_scale(family: str | None, page: Path | None) -> str:
     folder = DATA / "scale"
-    script = _scale_script()
+    script = _script("scale")
     rows = script.read_rows(folder / "scale.csv")
     runs = [run for run in script.FAMILIES if family is None or script.FAMILIES[run][0] == family]
     out = []
@@ -109,6 +110,43 @@ def render_scale(family: str | None, page: Path | None) -> str:
         out += ["", "Every point of the ladder:", "", script.table(rows).strip()]
     if family is None and (folder / "scale.png").exists():
         out += ["", figure(folder / "scale.png", page, "Wall time of each family's approximation against the cluster's size")]
+    out += ["", provenance(folder)]
+    return "\n".join(out)
+
+
+# -- production scale where capacity binds ------------------------------------------------------
+
+def render_hard(family: str | None, page: Path | None) -> str:
+    """The hard ladder (``benchmarks/scale_hard.py``): per run and size the bracket (the best checked
+    answer against the best proven bound, over every method), then every method's row (its certified
+    ratio against that bound, wall time and limit, peak memory, status) in the script's own table;
+    ``family`` keeps the runs of that family (``packing-servers`` and ``packing-weight`` are
+    ``packing``'s, by the rows' ``family`` column)."""
+    folder = DATA / "hard"
+    if not (folder / "hard.csv").exists():
+        return f"No stored hard-ladder run: `{(folder / 'hard.csv').relative_to(ROOT)}` is missing."
+    script = _script("scale_hard")
+    rows = [r for r in script.read(folder / "hard.csv") if family is None or r["family"] == family]
+    if not rows:
+        return "\n".join([f"The stored hard ladder has no run of `{family}`.", "", provenance(folder)])
+    points: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        points.setdefault((r["run"], r["jobs"]), []).append(r)
+    body = []
+    for (run, jobs), mine in points.items():
+        top = mine[0]
+        exact = next((r for r in mine if r.get("method") == "exact"), None)
+        best = min((r for r in mine if r.get("ratio")), key=lambda r: r["ratio"], default=None)
+        body.append([f"`{run}`", f"{jobs:,}" if jobs else "-", f"{top['servers']:,} ({number(top['gpus'])})" if top.get("servers") else "-",
+                     top.get("sense") or "-", number(top.get("best_objective")), number(top.get("best_bound")),
+                     number(top.get("bracket"), 5), f"`{best['method']}`" if best else "-",
+                     f"{exact['status']}, {number(exact['wall_s'], 4)} s" if exact and exact.get("status") else "-"])
+    out = [table(["run", "jobs", "servers (GPUs)", "sense", "best answer", "best bound", "bracket", "best method", "exact"], body,
+                 "---|---:|---:|---|---:|---:|---:|---|---"),
+           "", "Every method at every point (ratio: its objective against the point's best bound, certified; LATE: past its "
+               "limit + 10 %):", "", script.table(rows).strip()]
+    if family is None and (folder / "hard.png").exists():
+        out += ["", figure(folder / "hard.png", page, "The bracket and each method's certified ratio against the number of jobs, per run")]
     out += ["", provenance(folder)]
     return "\n".join(out)
 
@@ -218,13 +256,13 @@ def render_harmony_curve(page: Path | None) -> str:
 
 # -- entry points -------------------------------------------------------------------------------
 
-NAMES = ["scale", "import-traces", "bench-suites", "harmony-worlds", "harmony-gym", "harmony-curve"]
+NAMES = ["scale", "hard", "import-traces", "bench-suites", "harmony-worlds", "harmony-gym", "harmony-curve"]
 
 
 def inputs(name: str) -> list[Path]:
     """The stored files :func:`render` reads for ``name`` (the pages that show it are rebuilt when one changes)."""
     kind, _, arg = name.partition(":")
-    folder = {"scale": DATA / "scale", "import-traces": DATA / "import_traces", "bench-suites": DATA / "bench",
+    folder = {"scale": DATA / "scale", "hard": DATA / "hard", "import-traces": DATA / "import_traces", "bench-suites": DATA / "bench",
               "bench": DATA / "bench" / arg, "harmony-gym": DATA / "harmony_gym", "harmony-curve": DATA / "harmony_curve"}.get(kind)
     if kind == "harmony-worlds":
         return sorted(p for f in (DATA / "bench").glob("harmony_drl-*") for p in f.iterdir())
@@ -238,6 +276,8 @@ def render(name: str, page: Path | None = None) -> str:
     family = arg or None
     if kind == "scale":
         return render_scale(family, page)
+    if kind == "hard":
+        return render_hard(family, page)
     if kind == "import-traces":
         return render_import(family)
     if kind == "bench-suites":
