@@ -19,7 +19,8 @@ from mlsched_opt.problems import check_solution
 from mlsched_opt.problems.hetero import exact as exact_module
 from mlsched_opt.problems.hetero.baselines import greedy
 from mlsched_opt.problems.hetero.bound import ColumnGeneration, configuration_bound
-from mlsched_opt.problems.hetero.configs import evaluate, ranged_table
+from mlsched_opt.problems.hetero.configs import ranged_table
+from mlsched_opt.problems.hetero.decision import evaluate
 from mlsched_opt.problems.hetero.exchange import improve
 from mlsched_opt.problems.hetero.oracles import brute_force, variant_a
 from mlsched_opt.problems.hetero.pricing import Pricer, interval_bounds, job_groups, layer_counts, layer_vectors

@@ -13,6 +13,7 @@ from mlsched_opt.io.solution import Solution
 from mlsched_opt.problems import GenerateSpec, check_solution, get_family
 from mlsched_opt.problems.base import resolve
 from mlsched_opt.problems.packing import arrays, bound as packing_bound, exact as exact_module
+from mlsched_opt.problems.packing.decision import decision_from_x, x_from_decision
 from mlsched_opt.problems.packing.exact import export_mps, lp_relaxation, solve_exact_arrays
 from mlsched_opt.problems.packing.formulation import build_model
 from mlsched_opt.problems.packing.methods import greedy
@@ -124,10 +125,10 @@ def test_a_decision_round_trips_through_the_solution_vector(objective, catalog):
     decision = greedy(view, objective)
     assert decision is not None
     model = arrays.build(view, objective)
-    x = arrays.x_from_decision(view, model, decision)
+    x = x_from_decision(view, model, decision)
     assert x is not None
     assert np.all(model.a @ x <= model.row_hi + 1e-9) and np.all(model.a @ x >= model.row_lo - 1e-9)
-    assert arrays.decision_from_x(view, model, x) == decision
+    assert decision_from_x(view, model, x) == decision
 
 
 @pytest.mark.parametrize(("seed", "objective"), CASES[:6])

@@ -32,7 +32,8 @@ from ...solvers.highs_lp import highspy_version
 from ..base import MethodResult
 from .baselines import greedy
 from .bound import ColumnGeneration
-from .configs import decision, evaluate, vector_count
+from .configs import vector_count
+from .decision import decision, evaluate
 from .exchange import improve
 from .view import HeteroView, hetero_view
 

@@ -18,7 +18,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ...io.instance import Instance
-from .configs import config_table, decision
+from .configs import config_table
+from .decision import decision
 from .view import hetero_view
 
 

@@ -15,7 +15,8 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
 from .baselines import greedy, random_placement
-from .configs import JctTable, decision, diagnose, magnitude
+from .configs import JctTable, diagnose, magnitude
+from .decision import decision
 from .exchange import improve
 from .scheme import (
     Market,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +33,10 @@ from scipy import sparse
 from ...report import relative_gap
 from ...solvers.highs_lp import use_threads
 from ...tolerances import GAP_SLACK, proven_bound
+from .decision import TASKS
 from .formulation import checker_limits
 from .view import PackingView
 
-TASKS = (("worker", "workers"), ("ps", "ps"))
 INF = highspy.kHighsInf
 #: Wall seconds per column to read a solution back from HiGHS and turn it into a decision
 #: (measured: 0.5 s for 2.5 million columns on 2 shared cores).
@@ -358,50 +357,6 @@ def integral_bound(bound: float, maximize: bool) -> float:
     for the solver's tolerances, as the LP bound's rounding)."""
     slack = 1e-6 * max(1.0, abs(bound))
     return float(math.floor(bound + slack)) if maximize else float(math.ceil(bound - slack))
-
-
-def decision_from_x(view: PackingView, model: ArrayModel, x: np.ndarray) -> dict[str, Any]:
-    """The decision of a solution vector (the same as :func:`.formulation.decision_from_model` reads)."""
-    admit = x[:len(model.jobs)] > 0.5
-    ids = [view.jobs[j].id for j in model.jobs]
-    names = [view.instance.servers[s].name for s in model.servers]
-    admitted = [ids[i] for i in np.flatnonzero(admit)]
-    placement: dict[str, dict[str, dict[str, int]]] = {j: {"workers": {}, "ps": {}} for j in admitted}
-    for task, key in TASKS:
-        pj, ps = model.pairs[task]
-        n = np.rint(x[model.first[task]:model.first[task] + len(pj)]).astype(np.int64)
-        for k in np.flatnonzero((n > 0) & admit[pj]):
-            placement[ids[pj[k]]][key][names[ps[k]]] = int(n[k])
-    return {"admitted": admitted, "placement": placement}
-
-
-def x_from_decision(view: PackingView, model: ArrayModel, decision: Mapping[str, Any]) -> np.ndarray | None:
-    """The solution vector of a decision on the model's jobs and servers (a start for :func:`solve`);
-    ``None`` if it places a task on a pair the model has no column for."""
-    x = np.zeros(model.num_col)
-    job_pos = {view.jobs[j].id: i for i, j in enumerate(model.jobs)}
-    server_pos = {view.instance.servers[s].name: i for i, s in enumerate(model.servers)}
-    nS = len(model.servers)
-    for j in decision.get("admitted", ()):
-        if j in job_pos:
-            x[job_pos[j]] = 1.0
-    used = np.zeros(nS, dtype=bool)
-    for task, key in TASKS:
-        pj, ps = model.pairs[task]
-        keys = pj * nS + ps  # ascending: the pairs are job-major
-        for j, parts in decision.get("placement", {}).items():
-            for s, n in parts.get(key, {}).items():
-                if j not in job_pos or s not in server_pos:
-                    return None
-                k = job_pos[j] * nS + server_pos[s]
-                at = int(np.searchsorted(keys, k))
-                if at >= len(keys) or keys[at] != k:
-                    return None
-                x[model.first[task] + at] = n
-                used[server_pos[s]] = True
-    if "used" in model.first:
-        x[model.first["used"]:] = used
-    return x
 
 
 def write_mps(model: ArrayModel, path: str) -> None:

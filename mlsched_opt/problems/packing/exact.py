@@ -29,8 +29,9 @@ from ...solvers.highs_lp import highspy_version
 from ..base import MethodResult
 from . import arrays, lns
 from .bound import column_generation, configs, decision_columns, lp_prices
+from .decision import decision_from_x, objective_value, x_from_decision
 from .master import integer_master
-from .methods import best_greedy, objective_value
+from .methods import best_greedy
 from .view import PackingView, packing_view
 
 #: Pyomo builds the packing model in about this many wall seconds per (job, server) pair (measured:
@@ -203,7 +204,7 @@ def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
                        "; ".join([why, *notes])), decision
     built = time.perf_counter()
     model = arrays.build(view, objective)
-    x0 = None if decision is None else arrays.x_from_decision(view, model, decision)
+    x0 = None if decision is None else x_from_decision(view, model, decision)
     build_s = time.perf_counter() - built
     sizes = f"arrays: {model.num_col} columns, {model.a.shape[0]} rows, {model.a.nnz} nonzeros built in {build_s:.3f} s"
     left = deadline - time.perf_counter()
@@ -213,7 +214,7 @@ def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
     res = arrays.solve(model, left, gap=solve_options.gap, seed=solve_options.seed, threads=solve_options.threads,
                        presolve=solve_options.presolve, start=x0, log=solve_options.log, integral=cfg.integral(objective))
     if res.x is not None:
-        decision, value = arrays.decision_from_x(view, model, res.x), res.objective
+        decision, value = decision_from_x(view, model, res.x), res.objective
     first = "none" if res.first_incumbent_s is None else f"{res.first_incumbent_s:.3f} s"
     notes.append(f"{sizes}; HiGHS {res.solve_s:.3f} s, first incumbent at {first}")
     status, best, why = res.status, _tighter(model.sense, res.bound, bound), res.message

@@ -23,9 +23,8 @@ import pyomo.environ as pyo
 
 from ...io.instance import Instance
 from ...tolerances import core_capacity_limit
+from .decision import TASKS
 from .view import PackingView, _fits, _may_run, packing_view
-
-TASKS = (("worker", "workers"), ("ps", "ps"))
 
 
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:

@@ -42,6 +42,7 @@ import numpy as np
 from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
+from .decision import objective_value
 from .view import PackingView, packing_view
 
 _TOL = 1e-9
@@ -164,13 +165,6 @@ def _greedy(view: PackingView, order: np.ndarray, fail_fast: bool, servers: str 
         placement[view.jobs[j].id] = placed
     admitted = [job.id for job in view.jobs if job.id in placement]
     return {"admitted": admitted, "placement": {j: placement[j] for j in admitted}}
-
-
-def objective_value(view: PackingView, decision: dict[str, Any], objective: str) -> float:
-    if objective == "servers":
-        return float(len({s for p in decision["placement"].values() for part in p.values() for s in part}))
-    weight = {job.id: job.weight for job in view.jobs}
-    return float(sum(weight[j] for j in decision["admitted"]))
 
 
 def greedy(view: PackingView, objective: str, jobs: np.ndarray | None = None, servers: str = "instance",

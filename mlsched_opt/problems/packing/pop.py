@@ -52,8 +52,9 @@ from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
 from . import aggregate, arrays
 from .bound import Configs, configs, server_shapes
+from .decision import objective_value
 from .formulation import checker_limits
-from .methods import greedy, objective_value
+from .methods import greedy
 from .view import PackingView, packing_view
 
 #: Automatic ``parts``: about this many (job, server) pairs per part.  Measured on Alibaba's 2,000
