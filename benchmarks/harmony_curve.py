@@ -25,7 +25,7 @@ def read_meta(path: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("policies", nargs="+", help="policy files written by mlsched train")
-    parser.add_argument("--out", default="docs/harmony_curve.png")
+    parser.add_argument("--out", default="docs/results/data/harmony_curve/harmony_curve.png")
     args = parser.parse_args(argv)
     import matplotlib
 

@@ -309,6 +309,17 @@ class LayoutDirective(MarkdownDirective):
         return "\n".join(out)
 
 
+class LimitsDirective(MarkdownDirective):
+    """The size limits (:data:`mlsched_opt.io.files.LIMITS`) as a table: name, default, what it bounds."""
+
+    def markdown(self) -> str:
+        from mlsched_opt.io.files import LIMITS
+
+        rows = ["| limit | default | bounds |", "|---|---:|---|"]
+        rows += [f"| `{name}` | {default:,} | {what} |" for name, (default, what) in LIMITS.items()]
+        return "\n".join(rows)
+
+
 @functools.cache
 def results_generator(srcdir: Path) -> types.ModuleType:
     """``docs/results/generate.py``, loaded by its path (its name says nothing outside the docs)."""
@@ -508,4 +519,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("mlsched-facade", FacadeDirective)
     app.add_directive("mlsched-results", ResultsDirective)
     app.add_directive("mlsched-layout", LayoutDirective)
+    app.add_directive("mlsched-limits", LimitsDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

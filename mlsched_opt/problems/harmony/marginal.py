@@ -7,7 +7,7 @@ workers, 1.06 at 8), so a placement rule that fills every free GPU (every heuris
 job does to its neighbours slows the long jobs that dominate the average JCT.
 
 At a queued job ``j``'s turn, for every server ``m`` its best standalone shape fits on, the rule
-estimates the delay placing it there adds, in intervals:
+estimates the delay placing it there adds, in intervals::
 
     own(m)   = d_j (T_j(m) / T*_j - 1)                        (its run beyond its standalone run d_j)
     harm(m)  = sum over the jobs k with workers on m of

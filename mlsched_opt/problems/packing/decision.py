@@ -45,7 +45,7 @@ def decision_from_x(view: PackingView, model: ArrayModel, x: np.ndarray) -> dict
 
 
 def x_from_decision(view: PackingView, model: ArrayModel, decision: Mapping[str, Any]) -> np.ndarray | None:
-    """The solution vector of a decision on the model's jobs and servers (a start for :func:`solve`);
+    """The solution vector of a decision on the model's jobs and servers (a start for :func:`.arrays.solve`);
     ``None`` if it places a task on a pair the model has no column for."""
     x = np.zeros(model.num_col)
     job_pos = {view.jobs[j].id: i for i, j in enumerate(model.jobs)}
