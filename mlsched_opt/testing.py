@@ -107,7 +107,8 @@ class Contract:
     free_text
         Options whose value is free text (a file path, a list of names): the only ones without a domain.
     skip
-        Known exceptions: check name -> why it does not apply to this family.
+        Known exceptions: check name -> why it does not apply to this family (a family check, or a per-method
+        check for every method; the names are the keys of :data:`FAMILY_CHECKS` and :data:`METHOD_CHECKS`).
     """
 
     toy: str | None = None
@@ -153,6 +154,10 @@ class _Checked:
         if contract is None:
             raise unittest.SkipTest(f"family {family.name} declares no contract: give its record "
                                     "contract=mlsched_opt.testing.Contract(toy=..., tiny=...) to check it")
+        unknown = set(contract.skip) - {*FAMILY_CHECKS, *METHOD_CHECKS}
+        if unknown:  # a misspelt exception would silently skip nothing
+            raise ValueError(f"family {family.name}: contract skips {sorted(unknown)}, not checks "
+                             f"(checks: {', '.join([*FAMILY_CHECKS, *METHOD_CHECKS])})")
         self.contract: Contract = contract
 
     @functools.cached_property

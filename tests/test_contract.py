@@ -83,6 +83,17 @@ def test_a_family_without_a_contract_is_skipped_saying_so():
     assert results and all(r.startswith("skipped: family packing declares no contract") for r in results.values()), results
 
 
+def test_a_known_exception_skips_with_its_reason_and_a_misspelt_one_is_an_error():
+    packing = REGISTRY["packing"]
+    declared = contract_of(packing)
+    assert declared is not None
+    excused = dataclasses.replace(packing, contract=dataclasses.replace(declared, skip={"round-trip": "a reason"}))
+    assert run_checks(excused, "-ffd-round-trip") == {"packing-ffd-round-trip": "skipped: packing: round-trip does not apply (a reason)"}
+    misspelt = dataclasses.replace(packing, contract=dataclasses.replace(declared, skip={"roundtrip": "a reason"}))
+    with pytest.raises(ValueError, match="roundtrip"):
+        run_checks(misspelt, "-generate")
+
+
 def test_a_contract_is_declared_without_importing_the_checks():
     """A family's record names its contract lazily: importing a family imports no test machinery."""
     import subprocess
