@@ -26,14 +26,23 @@ The checks (each a callable raising ``AssertionError``, or ``unittest.SkipTest``
 4. **round trip**: the solution file reads back to the same document and verdict, plain JSON only;
 5. **determinism**: the same seed gives a byte-identical decision (timings belong in the report);
 6. **user errors**: an unknown option, an out-of-domain value, an unknown method is an
-   :class:`~mlsched_opt.errors.OptionError` naming the field; every option declares a domain;
+   :class:`~mlsched_opt.errors.OptionError` naming the field (``user-errors``); every option declares
+   a domain and refuses what is outside it (``option-domains``); on the command line each is one
+   line naming it and exit code 2, nothing written (``command-line``, for a registered family);
 7. **problem options**: a solution that restates the problem (other problem-defining options) is
    reported by the checker.
+
+A family without a contract gets each check as a skip saying so; a check whose instances are absent
+(the toy of an installed wheel) skips with the reason.  The checks use the family they are given
+(its checker, its methods), so a family of one's own need not be registered, except for
+``command-line``, which goes through ``mlsched`` and so through the registry.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import math
 import tempfile
@@ -80,7 +89,9 @@ class Case:
 
 @dataclass(frozen=True)
 class Contract:
-    """What a family brings to its contract checks.
+    """What a family brings to its contract checks (``Family(contract=...)``: a contract, or a function
+    returning one, such as an ``L("module:function")`` reference, so that importing the family imports
+    nothing of the checks).
 
     Attributes
     ----------
@@ -96,7 +107,8 @@ class Contract:
     free_text
         Options whose value is free text (a file path, a list of names): the only ones without a domain.
     skip
-        Known exceptions: check name -> why it does not apply to this family.
+        Known exceptions: check name -> why it does not apply to this family (a family check, or a per-method
+        check for every method; the names are the keys of :data:`FAMILY_CHECKS` and :data:`METHOD_CHECKS`).
     """
 
     toy: str | None = None
@@ -122,12 +134,31 @@ class Subject:
     exact: bool
 
 
+def contract_of(family: Family) -> Contract | None:
+    """The family's contract (calling ``family.contract`` when it is a function returning one)."""
+    declared = family.contract
+    if declared is None or isinstance(declared, Contract):
+        return declared
+    made = declared() if callable(declared) else declared
+    if not isinstance(made, Contract):
+        raise TypeError(f"family {family.name}: contract is {type(made).__name__}, not a mlsched_opt.testing.Contract")
+    return made
+
+
 class _Checked:
     """One family's instances and answers, computed once and shared by its checks."""
 
     def __init__(self, family: Family) -> None:
         self.family = family
-        self.contract: Contract = family.contract or Contract()
+        contract = contract_of(family)
+        if contract is None:
+            raise unittest.SkipTest(f"family {family.name} declares no contract: give its record "
+                                    "contract=mlsched_opt.testing.Contract(toy=..., tiny=...) to check it")
+        unknown = set(contract.skip) - {*FAMILY_CHECKS, *METHOD_CHECKS}
+        if unknown:  # a misspelt exception would silently skip nothing
+            raise ValueError(f"family {family.name}: contract skips {sorted(unknown)}, not checks "
+                             f"(checks: {', '.join([*FAMILY_CHECKS, *METHOD_CHECKS])})")
+        self.contract: Contract = contract
 
     @functools.cached_property
     def catalog(self):
@@ -159,12 +190,19 @@ class _Checked:
         assert len({s.label for s in out}) == len(out), f"{self.family.name}: two contract instances with one label"
         return tuple(out)
 
+    def instances(self) -> tuple[Subject, ...]:
+        """The contract's instances, or a skip saying why there are none (a check with none proves nothing)."""
+        if not self.subjects:
+            missing = f"its toy {self.contract.toy} is absent and " if self.contract.toy else ""
+            raise unittest.SkipTest(f"{self.family.name}: {missing}its contract has no tiny cases: no instance to check")
+        return self.subjects
+
     def cases(self, method: str) -> list[Subject]:
         """The instances ``method`` answers (a method whose extra is absent: skipped, with the reason)."""
         m = self.family.method(method)
         if not m.available:
             raise unittest.SkipTest(f"{self.family.name}/{method} needs {m.requires}, not installed")
-        return [s for s in self.subjects if s.exact or m.kind not in ("exact", "oracle")]
+        return [s for s in self.instances() if s.exact or m.kind not in ("exact", "oracle")]
 
     @functools.cache  # noqa: B019 -- one cache per family object, which lives as long as the registry
     def answer(self, label: str, method: str) -> Solution:
@@ -175,14 +213,21 @@ class _Checked:
         return self.family.sense(self.family.resolve_options(subject.instance, subject.options))
 
     def check(self, subject: Subject, sol: Solution):
-        from .problems import check_solution
+        """The checker of the family under test (not the registry's: it may be one of one's own)."""
+        from .checking import check_for_family
 
-        return check_solution(subject.instance, sol, subject.options)
+        return check_for_family(self.family, subject.instance, sol, subject.options)
 
 
-@functools.cache
+#: id(family) -> its instances and answers; a Family holds a dict, so it cannot be a cache key itself
+_CHECKED: dict[int, _Checked] = {}
+
+
 def _checked(family: Family) -> _Checked:
-    return _Checked(family)
+    found = _CHECKED.get(id(family))
+    if found is None or found.family is not family:
+        found = _CHECKED[id(family)] = _Checked(family)
+    return found
 
 
 def assert_plain_json(value: Any, where: str = "") -> None:
@@ -214,6 +259,8 @@ def check_generate(family: Family) -> None:
     from .io import from_document, load_instance, write_document
 
     c = _checked(family)
+    if not c.contract.tiny:
+        raise unittest.SkipTest(f"{family.name}: its contract has no tiny cases to generate")
     with tempfile.TemporaryDirectory() as tmp:
         for n, case in enumerate(c.contract.tiny):
             for seed in case.seeds:
@@ -260,7 +307,7 @@ def check_optimum(family: Family) -> None:
     """Exact is a certified optimum within the family's bound, and the oracle's where there is one."""
     c = _checked(family)
     exact = family.method("exact")
-    for subject in [s for s in c.subjects if s.exact]:
+    for subject in [s for s in c.instances() if s.exact]:
         where = f"{family.name} on {subject.label}"
         rep = c.answer(subject.label, "exact").report
         assert rep.status == "optimal", (where, rep.status, rep.message)
@@ -339,9 +386,7 @@ def check_user_errors(family: Family) -> None:
     from .io import from_document
 
     c = _checked(family)
-    if not c.subjects:
-        raise unittest.SkipTest(f"{family.name}: no contract instance (toy or tiny cases)")
-    subject = c.subjects[0]
+    subject = c.instances()[0]
     for method in family.methods:
         try:
             family.run(subject.instance, method, SOLVE, {**subject.options, "no_such_option": "1"})
@@ -349,13 +394,13 @@ def check_user_errors(family: Family) -> None:
             assert exc.field == "--set" and "no_such_option" in exc.reason, (method, exc.field, exc.reason)
         else:
             raise AssertionError(f"{family.name}/{method} accepted an unknown option")
-    for attempt, field_ in ((lambda: family.method("no-such-method"), "--method"),
-                            (lambda: family.run(subject.instance, "no-such-method", SOLVE), "--method"),
-                            (lambda: family.parse_generate_options({"no_such_option": 1}), "--set")):
+    for attempt, field_, named in ((lambda: family.method("no-such-method"), "--method", ("no-such-method", *family.methods)),
+                                   (lambda: family.run(subject.instance, "no-such-method", SOLVE), "--method", ("no-such-method",)),
+                                   (lambda: family.parse_generate_options({"no_such_option": 1}), "--set", ("no_such_option",))):
         try:
             attempt()
-        except OptionError as exc:
-            assert exc.field == field_, (exc.field, field_)
+        except OptionError as exc:  # what was refused, and what to choose from
+            assert exc.field == field_ and all(name in exc.reason for name in named), (exc.field, field_, exc.reason, named)
         else:
             raise AssertionError(f"{family.name}: accepted what should be refused naming {field_}")
     if c.contract.tiny:  # an unknown option in the instance's own options table names its place in the file
@@ -434,7 +479,7 @@ def check_option_domains(family: Family) -> None:
 
 def check_problem_options(family: Family) -> None:
     """A solution that restates a problem-defining option is reported by the checker."""
-    from .problems import check_solution
+    from .checking import check_for_family
 
     c = _checked(family)
     assert [o for o in family.options if o.problem], f"{family.name} declares no problem-defining option"
@@ -449,20 +494,72 @@ def check_problem_options(family: Family) -> None:
     assert opt.choices is not None
     other = next(choice for choice in opt.choices if choice != family.parse_options(dict(subject.options))[opt.name])
     sol.problem_options = {**sol.problem_options, opt.name: other}
-    result = check_solution(subject.instance, sol, subject.options)
+    result = check_for_family(family, subject.instance, sol, subject.options)
     assert any(v.rule == "problem-options" for v in result.violations), [str(v) for v in result.violations]
 
 
-#: the checks of a family as a whole, and those run once per method
-FAMILY_CHECKS: tuple[Callable[[Family], None], ...] = (check_generate, check_optimum, check_user_errors, check_option_domains,
-                                                       check_problem_options)
-METHOD_CHECKS: tuple[Callable[[Family, str], None], ...] = (check_answers, check_ratio, check_round_trip, check_determinism)
+def _command(*args: Any) -> tuple[int, str]:
+    """``mlsched ARGS`` in this process: (exit code, what it wrote to stderr)."""
+    from .cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            return (exc.code if isinstance(exc.code, int) else 1), err.getvalue()
+    return 0, err.getvalue()
+
+
+def check_command_line(family: Family) -> None:
+    """On the command line each user error of ``user-errors`` and ``option-domains`` is one line naming
+    what was refused, exit code 2, no traceback, and nothing written."""
+    from .io import write_document
+    from .problems import REGISTRY
+
+    if REGISTRY.get(family.name) is not family:
+        raise unittest.SkipTest(f"{family.name}: not the registered family of that name (REGISTRY[{family.name!r}] = ...), "
+                                "so mlsched cannot reach it")
+    c = _checked(family)
+    algorithm = next(name for name, m in family.methods.items() if m.kind not in ("exact", "oracle"))
+    with tempfile.TemporaryDirectory() as tmp:
+        target = c.contract.toy_path()
+        if target is None:
+            if not c.contract.tiny:
+                raise unittest.SkipTest(f"{family.name}: no toy and no tiny case to solve on the command line")
+            target = Path(tmp) / "instance.toml"
+            write_document(c.generated(c.contract.tiny[0], c.contract.tiny[0].seeds[0]), target)
+        out = Path(tmp) / "out.toml"
+        generate = ("generate", "--jobs", "2", "--servers", "1", "--seed", "0", "-o", out)
+        attempts: list[tuple[tuple[Any, ...], str]] = [
+            (("solve", target, "--method", "no-such-method"), "no-such-method"),
+            (("solve", target, "--method", algorithm, "--set", "no_such_option=1"), "no_such_option"),
+            ((*generate, "--problem", family.name, "--set", "no_such_option=1"), "no_such_option"),
+            ((*generate, "--problem", f"no-such-{family.name}"), "--problem"),
+        ]
+        for group, command in (("problem", ("solve", target, "--method", algorithm)), ("generate", (*generate, "--problem", family.name))):
+            options, _ = option_groups(family)[group]
+            attempts += [((*command, "--set", f"{opt.name}={value}"), opt.name)
+                         for opt in options for value in outside(opt) if isinstance(value, str)]
+        for args, named in attempts:
+            code, err = _command(*args)
+            assert code == 2 and named in err and "Traceback" not in err, (args[:1] + args[2:], code, err)
+            assert not out.exists(), f"{family.name}: {args[:1] + args[2:]} refused, yet wrote {out.name}"
+
+
+#: the checks of a family as a whole, and those run once per method, by the name a contract's ``skip`` uses
+FAMILY_CHECKS: dict[str, Callable[[Family], None]] = {
+    "generate": check_generate, "optimum": check_optimum, "user-errors": check_user_errors,
+    "option-domains": check_option_domains, "command-line": check_command_line, "problem-options": check_problem_options,
+}
+METHOD_CHECKS: dict[str, Callable[[Family, str], None]] = {
+    "checker": check_answers, "ratio": check_ratio, "round-trip": check_round_trip, "determinism": check_determinism,
+}
 
 
 def _guarded(name: str, family: Family, run: Callable[[], None]) -> Callable[[], None]:
-    reason = (family.contract.skip if family.contract else {}).get(name)
-
     def check() -> None:
+        reason = _checked(family).contract.skip.get(name)  # a family without a contract: a skip saying so
         if reason:
             raise unittest.SkipTest(f"{family.name}: {name} does not apply ({reason})")
         run()
@@ -474,12 +571,10 @@ def _guarded(name: str, family: Family, run: Callable[[], None]) -> Callable[[],
 def family_checks(family: Family) -> Iterator[tuple[str, Callable[[], None]]]:
     """Every contract check of ``family``, as (id, check); a check raises ``AssertionError`` when the family
     breaks the contract, ``unittest.SkipTest`` with the reason when it does not apply."""
-    for check_fn in FAMILY_CHECKS:
-        name = check_fn.__name__.removeprefix("check_")
+    for name, check_fn in FAMILY_CHECKS.items():
         yield f"{family.name}-{name}", _guarded(name, family, functools.partial(check_fn, family))
     for method in family.methods:
-        for method_fn in METHOD_CHECKS:
-            name = method_fn.__name__.removeprefix("check_")
+        for name, method_fn in METHOD_CHECKS.items():
             yield f"{family.name}-{method}-{name}", _guarded(name, family, functools.partial(method_fn, family, method))
 
 

@@ -278,8 +278,9 @@ class Family:
         The family's quickest algorithm: ``--method exact`` answers with it first and keeps the
         better checked answer (:mod:`.anytime`), so an exact solve is anytime at every size.
     contract
-        A :class:`mlsched_opt.testing.Contract`: the family's data for the contract checks every family
-        answers to (:func:`mlsched_opt.testing.family_checks`): its toy, tiny cases, oracle, exceptions.
+        A :class:`mlsched_opt.testing.Contract`, or a function returning one (so that importing the family
+        imports none of the checks): the family's data for the contract checks every family answers to
+        (:func:`mlsched_opt.testing.family_checks`): its toy, tiny cases, oracle, exceptions.
     """
 
     name: str

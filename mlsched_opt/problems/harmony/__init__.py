@@ -66,6 +66,20 @@ def _train(spec):
     return train_command(spec)
 
 
+def contract():
+    """The data of the contract checks (:mod:`mlsched_opt.testing`), imported only when they run."""
+    from ...testing import Case, Contract
+
+    return Contract(toy="harmony-toy.toml",
+                    # exact search takes static batches only (every job at interval 0) of at most 4 jobs, short
+                    # ones (under starts=any it also enumerates start intervals); the online trace is for the others
+                    tiny=(Case(3, 3, generate={"static": True, "min_intervals": 1.0, "max_intervals": 8.0}),
+                          Case(3, 3, generate={"static": True, "min_intervals": 1.0, "max_intervals": 8.0},
+                               options={"starts": "simultaneous"}, seeds=(1,)),
+                          Case(25, 4, seeds=(5,), exact=False)),
+                    free_text=("model",))  # the trained policy's file
+
+
 FAMILY = Family(
     name="harmony",
     summary="interference-aware placement of PS/all-reduce jobs arriving over intervals, min average JCT (Harmony, deep RL)",
@@ -141,4 +155,5 @@ FAMILY = Family(
                minimum=1, maximum=100_000_000),
     ),
     trace=TraceImport(("philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
+    contract=contract,
 )

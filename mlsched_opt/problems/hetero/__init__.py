@@ -38,6 +38,18 @@ from .trace import OPTIONS as TRACE_OPTIONS
 
 L = lazy(__name__)
 
+
+def contract():
+    """The data of the contract checks (:mod:`mlsched_opt.testing`), imported only when they run."""
+    from ...testing import Case, Contract
+
+    return Contract(toy="hetero-toy.toml",
+                    # 2 GPUs per server: the configuration ILP and both exhaustive oracles stay tiny
+                    tiny=(Case(4, 3, generate={"gpus_per_server": 2}),
+                          Case(4, 3, generate={"gpus_per_server": 2}, options={"comm": "ps"}, seeds=(1,))),
+                    free_text=("types",))  # a list of GPU model names
+
+
 FAMILY = Family(
     name="hetero",
     summary="place, size and load-balance synchronous data-parallel jobs on mixed GPU types for min average JCT "
@@ -95,4 +107,5 @@ FAMILY = Family(
                "(P6; a search restriction, not a rule of the problem)"),
     ),
     trace=TraceImport(("alibaba", "philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
+    contract=contract,
 )

@@ -36,6 +36,16 @@ from .trace import OPTIONS as TRACE_OPTIONS
 
 L = lazy(__name__)
 
+
+def contract():
+    """The data of the contract checks (:mod:`mlsched_opt.testing`), imported only when they run."""
+    from ...testing import Case, Contract
+
+    return Contract(toy="locality-toy.toml",
+                    tiny=(Case(3, 2, slots=6, generate={"work_max": 8.0}),
+                          Case(3, 2, slots=6, generate={"work_max": 8.0}, options={"ps_placement": "with-workers"}, seeds=(1,))))
+
+
 FAMILY = Family(
     name="locality",
     summary="online worker/PS placement with locality: PC-ILP, LP + randomized rounding, min total weighted completion time",
@@ -87,4 +97,5 @@ FAMILY = Family(
         Option("l_scale", 1.0, None, "pd-rr: factor on the price floor L (pitfall P16)", minimum=1e-6, maximum=1e6),
     ),
     trace=TraceImport(("philly", "pollux"), L("trace:from_trace"), TRACE_OPTIONS),
+    contract=contract,
 )

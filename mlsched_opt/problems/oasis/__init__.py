@@ -39,6 +39,17 @@ L = lazy(__name__)
 #: Domain of the given prices: positive (the price function is L (U/L)^share) and finite [our design].
 PRICE_MIN, PRICE_MAX = 1e-12, 1e12
 
+
+def contract():
+    """The data of the contract checks (:mod:`mlsched_opt.testing`), imported only when they run."""
+    from ...testing import Case, Contract
+
+    return Contract(toy="oasis-toy.toml",
+                    # few slots and short jobs, so that the offline MILP proves its optimum at once
+                    tiny=(Case(5, 2, slots=6, generate={"epochs_min": 1, "epochs_max": 5}),
+                          Case(5, 2, slots=6, generate={"epochs_min": 1, "epochs_max": 5}, options={"ranges": "paper"}, seeds=(1,))))
+
+
 FAMILY = Family(
     name="oasis",
     summary="online admission and per-slot worker/PS counts for max total utility of completion times (OASiS)",
@@ -89,4 +100,5 @@ FAMILY = Family(
     # servers and windows of slots, on arrays, and bounds every checked answer (see .bound)
     relaxation=L("bound:capacity_bound"),
     bound_label="window capacity LP (bound)",
+    contract=contract,
 )

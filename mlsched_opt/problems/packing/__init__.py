@@ -20,6 +20,16 @@ MAX_PARTS = 1024
 #: Largest ``windows`` a user may ask for (each window is one HiGHS run)
 MAX_WINDOWS = 1_000_000
 
+
+def contract():
+    """The data of the contract checks (:mod:`mlsched_opt.testing`), imported only when they run."""
+    from ...testing import Case, Contract
+
+    return Contract(toy="demo.toml",
+                    tiny=(Case(6, 2),
+                          Case(4, 4, options={"objective": "servers"})))  # every job must fit: more servers
+
+
 FAMILY = Family(
     name="packing",
     summary="multi-resource placement of fixed-size jobs: max admitted weight, or min servers used",
@@ -56,4 +66,5 @@ FAMILY = Family(
              Option("windows", 1000, None, "lns: most windows re-packed (a work limit; it also stops after 60 in a row without gain)",
                     minimum=1, maximum=MAX_WINDOWS)),
     trace=TraceImport(("alibaba",), L("trace:from_trace")),
+    contract=contract,
 )

@@ -36,6 +36,16 @@ from .trace import OPTIONS as TRACE_OPTIONS
 
 L = lazy(__name__)
 
+
+def contract():
+    """The data of the contract checks (:mod:`mlsched_opt.testing`), imported only when they run."""
+    from ...testing import Case, Contract
+
+    return Contract(toy="smd-toy.toml",
+                    tiny=(Case(5, 3),
+                          Case(5, 3, options={"overlap": "sequential"}, seeds=(1,))))
+
+
 FAMILY = Family(
     name="smd",
     summary="admit PS jobs and size workers/PSs for max total sigmoid utility, capacity reserved by declared limits (SMD)",
@@ -78,4 +88,5 @@ FAMILY = Family(
     relaxation=L("bound:lp_relaxation"),
     start=L("formulation:exact_start"),
     model_cells=lambda instance: len(instance.jobs),  # the knapsack: one binary per job
+    contract=contract,
 )
