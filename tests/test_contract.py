@@ -107,7 +107,7 @@ def test_a_contract_is_declared_without_importing_the_checks():
 
 # --- one family contract: the same files for the same roles ---------------------------------------
 
-ROLES = ("view", "formulation", "methods", "baselines", "check", "generate", "trace")
+ROLES = ("view", "formulation", "decision", "bound", "methods", "baselines", "check", "generate", "trace", "options")
 
 
 @pytest.mark.parametrize("family", FAMILIES)

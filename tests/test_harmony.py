@@ -824,6 +824,8 @@ def test_count_vectors_enumerate_every_spread_without_recursion():
             brute = sorted((v for v in itertools.product(range(n + 1), repeat=M) if sum(v) == n), reverse=True)
             assert [tuple(r) for r in count_vectors(n, M)] == brute
     assert count_vectors(0, 1000).shape == (1, 1000) and count_vectors(1, 1000).shape == (1000, 1000)
+    many = count_vectors(1000, 2)   # a 1,000-worker job on two servers (the fuzz's large count)
+    assert many.shape == (1001, 2) and (many.sum(axis=1) == 1000).all() and list(many[0]) == [1000, 0]
     with pytest.raises(OptionError, match="ways"):
         count_vectors(4, 1000)
 

@@ -35,11 +35,18 @@ def count_vectors(n: int, M: int) -> np.ndarray:
     if total > MAX_VECTORS:
         raise OptionError(f"{n} tasks spread over {M} servers in {total:.3g} ways, beyond the exhaustive search's "
                           f"{MAX_VECTORS:.0g} (use --method surrogate or a heuristic)", field="--method")
-    # tails[r]: every vector of the last m servers holding r tasks, for r = 0..n
+    # tails[r]: every vector of the last m servers holding r tasks, for r = 0..n.  One more server in
+    # front: the vectors of r tasks are tails[0], tails[1], ..., tails[r] (a prefix of them all stacked)
+    # behind a first count r, r-1, ..., 0, so each r is one slice (1,000 tasks took 500,000 small arrays)
     tails = [np.array([[r]], int) for r in range(n + 1)]
-    for _ in range(M - 1):
-        tails = [np.concatenate([np.concatenate([np.full((len(tails[r - k]), 1), k), tails[r - k]], axis=1)
-                                 for k in range(r, -1, -1)]) for r in range(n + 1)]
+    for step in range(M - 1):
+        stacked = np.concatenate(tails)
+        lengths = np.array([len(t) for t in tails])
+        source, ends = np.repeat(np.arange(n + 1), lengths), np.cumsum(lengths)
+        # the last server added needs only the vectors of all n tasks
+        wanted = range(n, n + 1) if step == M - 2 else range(n + 1)
+        tails = [np.concatenate([(r - source[:ends[r]])[:, None], stacked[:ends[r]]], axis=1) if r in wanted else stacked[:0]
+                 for r in range(n + 1)]
     out = tails[n]
     out.setflags(write=False)
     return out
