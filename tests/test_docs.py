@@ -290,6 +290,21 @@ def test_results_are_generated_from_stored_outputs_that_name_their_command_and_c
         assert generate.main([]) == 0
 
 
+def test_results_in_the_readme_are_the_generated_ones():
+    """A block ``<!-- results: NAME -->`` ... ``<!-- end results -->`` of the README is what
+    ``docs/results/generate.py NAME`` prints from the stored runs, so its numbers cannot drift."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("results_generate", DOCS / "results" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    found = re.findall(r"<!-- results: (\S+) -->\n(.*?)\n<!-- end results -->", (ROOT / "README.md").read_text(), flags=re.S)
+    assert found, "the README shows no generated results"
+    for name, text in found:
+        assert text == generate.render(name), f"README's {name} block differs from `python docs/results/generate.py {name}`"
+
+
 def test_reproducible_runs_page_holds(scratch, capsys):
     """What docs/howto/reproducible.md shows is what happens: the same generator arguments write the same
     bytes, the same seed and one thread give the same decision."""

@@ -10,7 +10,8 @@ beside the files).  To refresh a result, re-run its command with ``--out`` into 
 
 The Sphinx extension (``docs/_ext/mlsched_docs.py``, directive ``{mlsched-results} NAME``) calls
 :func:`render` while it builds the pages.  Names: ``scale``, ``scale:FAMILY``,
-``hard``, ``hard:FAMILY`` (the capacity-binding ladder of ``benchmarks/scale_hard.py``), ``import-traces``,
+``hard``, ``hard:FAMILY`` (the capacity-binding ladder of ``benchmarks/scale_hard.py``),
+``both-ladders`` (the README's: each family at both ladders' largest point), ``import-traces``,
 ``import-traces:FAMILY``, ``bench-suites``, ``bench-suites:FAMILY``, ``bench:FOLDER`` (a stored
 ``mlsched bench`` output folder's summary), ``harmony-worlds``, ``harmony-gym``, ``harmony-curve``.
 """
@@ -151,6 +152,40 @@ def render_hard(family: str | None, page: Path | None) -> str:
     return "\n".join(out)
 
 
+# -- both ladders, one line per family (the README's) ------------------------------------------------
+
+#: README rows: label, the light ladder's runs (the best of them shown), the hard ladder's run
+BOTH_LADDERS = [("packing, most weight", ("packing",), "packing-weight"),
+                ("packing, fewest servers", ("packing-servers", "packing-servers-pop"), "packing-servers"),
+                ("smd", ("smd",), "smd"), ("oasis", ("oasis",), "oasis"), ("hetero", ("hetero",), "hetero"),
+                ("locality", ("locality",), "locality"), ("harmony", ("harmony",), "harmony")]
+
+
+def render_both_ladders() -> str:
+    """At each ladder's largest point, per family: the light ladder's main approximation and its
+    certified ratio; the hard ladder's exact bracket and its best approximation's certified ratio."""
+    light = _script("scale").read_rows(DATA / "scale" / "scale.csv")
+    hard = _script("scale_hard").read(DATA / "hard" / "hard.csv")
+    body = []
+    for label, light_runs, hard_run in BOTH_LADDERS:
+        mine = [r for r in light if r["family"] in light_runs and r.get("gpus")]
+        top = max((r["gpus"], r["jobs"]) for r in mine) if mine else None
+        best_light = min((r for r in mine if (r["gpus"], r["jobs"]) == top and r.get("ratio_bound")),
+                         key=lambda r: float(r["ratio_bound"]), default=None)
+        points = [r for r in hard if r["run"] == hard_run]
+        jobs = max((r["jobs"] for r in points), default=None)
+        at = [r for r in points if r["jobs"] == jobs]
+        exact = next((r for r in at if r["method"] == "exact"), None)
+        approx = min((r for r in at if r["method"] != "exact" and r.get("ratio")), key=lambda r: r["ratio"], default=None)
+        bracket = "-"
+        if exact and exact.get("ratio"):
+            bracket = f"{number(exact['ratio'], 5)} ({exact['status']}, {number(exact['wall_s'], 3)} s)"
+        body.append([label, f"`{best_light['method']}` {number(best_light['ratio_bound'], 4)}" if best_light else "-", bracket,
+                     f"`{approx['method']}` {number(approx['ratio'], 4)}" if approx else "-"])
+    return table(["family", "light ladder: method, ratio ≤", "hard ladder: `exact`'s bracket", "hard ladder: best approximation, ratio ≤"],
+                 body, "---|---|---|---")
+
+
 # -- real traces --------------------------------------------------------------------------------
 
 def render_import(family: str | None) -> str:
@@ -256,12 +291,14 @@ def render_harmony_curve(page: Path | None) -> str:
 
 # -- entry points -------------------------------------------------------------------------------
 
-NAMES = ["scale", "hard", "import-traces", "bench-suites", "harmony-worlds", "harmony-gym", "harmony-curve"]
+NAMES = ["scale", "hard", "both-ladders", "import-traces", "bench-suites", "harmony-worlds", "harmony-gym", "harmony-curve"]
 
 
 def inputs(name: str) -> list[Path]:
     """The stored files :func:`render` reads for ``name`` (the pages that show it are rebuilt when one changes)."""
     kind, _, arg = name.partition(":")
+    if kind == "both-ladders":
+        return inputs("scale") + inputs("hard")
     folder = {"scale": DATA / "scale", "hard": DATA / "hard", "import-traces": DATA / "import_traces", "bench-suites": DATA / "bench",
               "bench": DATA / "bench" / arg, "harmony-gym": DATA / "harmony_gym", "harmony-curve": DATA / "harmony_curve"}.get(kind)
     if kind == "harmony-worlds":
@@ -278,6 +315,8 @@ def render(name: str, page: Path | None = None) -> str:
         return render_scale(family, page)
     if kind == "hard":
         return render_hard(family, page)
+    if kind == "both-ladders":
+        return render_both_ladders()
     if kind == "import-traces":
         return render_import(family)
     if kind == "bench-suites":
