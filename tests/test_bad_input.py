@@ -565,6 +565,27 @@ def test_nesting_limit_is_exact_and_ignores_brackets_in_strings(depth, tmp_path)
             read_document(path)
 
 
+def test_an_instance_too_large_is_refused_by_its_counts_before_its_values_are_walked(tmp_path):
+    """Right after parsing, the jobs limit refuses the file: a value the walk would refuse (a lone
+    surrogate in the last job) is never reached, so a huge file costs its parse, not the walk."""
+    from mlsched_opt.errors import InstanceError
+    from mlsched_opt.io import load_instance
+    from mlsched_opt.io.files import set_limits
+
+    doc = json.loads(json.dumps({"problem": "packing", "cluster": {"servers": [{"name": "s", "capacity": {"gpu": 1}}]},
+                                 "jobs": [{"id": f"j{i}", "workers": {"count": 1, "demand": {"gpu": 1}}} for i in range(11)]}))
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc).replace('"j10"', '"\\ud800"'))
+    with pytest.raises(InstanceError, match="lone UTF-16 surrogate"):
+        read_document(path)
+    set_limits(["jobs=10"])
+    try:
+        with pytest.raises(InstanceError, match="over the limit jobs=10"):
+            load_instance(path)
+    finally:
+        set_limits()
+
+
 def test_toml_comments_and_strings_do_not_count_as_nesting(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("# " + "[" * 500 + "\n" + 'a = "' + "{" * 500 + '"\n' + "b = '" + "[" * 500 + "'\n")

@@ -30,7 +30,7 @@ import re
 import stat
 import tempfile
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -180,12 +180,14 @@ def read_bytes(path: str | Path) -> bytes:
     return b"".join(chunks)
 
 
-def read_document(path: str | Path) -> dict[str, Any]:
+def read_document(path: str | Path, counts: Callable[[dict[str, Any], str], None] | None = None) -> dict[str, Any]:
     """Parse a JSON or TOML file into a dict, or raise :class:`InstanceError` saying why not.
 
     Guarantees: the result is a dict of JSON-like values (dict, list, str, int, finite float,
     bool, None) nested at most ``depth`` levels, with no integer literal over
-    :data:`MAX_INT_DIGITS` digits.
+    :data:`MAX_INT_DIGITS` digits.  ``counts(doc, file)`` runs right after parsing, before every
+    value is walked: a reader's size limits (an instance's jobs and servers) refuse a huge file
+    without the walk's seconds.
     """
     name = str(path)
     fmt = format_of(path)
@@ -202,11 +204,26 @@ def read_document(path: str | Path) -> dict[str, Any]:
     doc = _parse_json(text, name) if fmt == "json" else _parse_toml(text, name)
     if not isinstance(doc, dict):
         raise InstanceError(f"top level must be an object, got {json_type(doc)}", name)
+    if counts is not None:
+        counts(doc, name)
     check_values(doc, name)
     return doc
 
 
 _NESTING_TOKENS = re.compile(r'[\[\]{}"\'#\n\\]')
+# JSON strings (escapes included, the unrolled-loop form: no backtracking) and what is not a bracket
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _json_depth(text: str) -> int:
+    """An upper bound of a JSON text's nesting depth, at C speed: strings dropped, then the brackets
+    left counted (a 23 MB instance: 0.5 s, where the token scanner takes 0.9 s)."""
+    depth = deepest = 0
+    for ch in _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if ch in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _check_nesting(text: str, name: str) -> None:
@@ -221,6 +238,8 @@ def _check_nesting(text: str, name: str) -> None:
     if text.count("[") + text.count("{") <= cap:
         return
     toml = name.lower().endswith(".toml")
+    if not toml and _json_depth(text) <= cap:
+        return  # the scan below only says where a file too deep is so
     depth = 0
     quote = None
     skip_to = -1

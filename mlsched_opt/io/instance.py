@@ -258,7 +258,7 @@ def load_instance(path: str | Path, catalog: Catalog | str | Path | None = None)
         With the file, the field path and the reason, for anything wrong with the file.
     """
     _count_before_parsing(path)
-    return from_document(read_document(path), file=str(path), catalog=catalog)
+    return from_document(read_document(path, counts=_check_counts), file=str(path), catalog=catalog)
 
 
 #: How fast an instance file is read here, whole (parsing, schema, catalog, checks), in MiB/s:
