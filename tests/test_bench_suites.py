@@ -38,13 +38,14 @@ def test_suite_loads_and_expands(path: Path):
 def test_no_benchmark_script_rewrites_the_harness():
     """The ratio studies are suites; what stays a script times internals (micro/), the CLI
     start-up of every import pair (import_traces.py) or whole CLI processes against their time
-    limit with their peak memory (scale.py, scale_hard.py; locality_pooled.py, which also sets each
+    limit with their peak memory (scale.py, scale_hard.py, short_limits.py; locality_pooled.py, which also sets each
     answer against the bound the family had before, not a method) or against Python's own start-up
     (startup.py), which no in-process suite row can express; trains an
     outside library's agent, which is no method of the family (harmony_gym.py); or draws the
     learning curves that trained policy files carry (harmony_curve.py)."""
     scripts = {p.relative_to(BENCHMARKS).as_posix() for p in BENCHMARKS.rglob("*.py")}
-    assert scripts == {"import_traces.py", "scale.py", "scale_hard.py", "startup.py", "locality_pooled.py", "harmony_gym.py",
+    assert scripts == {"import_traces.py", "scale.py", "scale_hard.py", "short_limits.py", "startup.py", "locality_pooled.py",
+                       "harmony_gym.py",
                        "harmony_curve.py", "micro/certify_cost.py",
                        "micro/harmony_headroom.py", "micro/harmony_search.py", "micro/locality_lp.py"}
 
