@@ -56,7 +56,7 @@ def sweep(limit: float) -> list[dict]:
 def big_instance(folder: Path, jobs: int) -> Path:
     small = folder / "packing-100.json"
     subprocess.run(mlsched("--quiet", "generate", "--problem", "packing", "--jobs", "100", "--servers", "20", "--seed", "1",
-                           "-o", str(small)), check=True)
+                           "-o", str(small)), check=True, capture_output=True)
     doc = json.loads(small.read_text())
     doc["jobs"] = [{**doc["jobs"][i % len(doc["jobs"])], "id": f"j{i}"} for i in range(jobs)]
     big = folder / f"packing-{jobs}.json"
