@@ -120,3 +120,15 @@ def test_a_real_trace_imports_as_an_instance_in_process(data_dir, tmp_path, run)
                        "--data", data_dir, "-o", out)
     assert code == 0, err
     assert inst.sha256 == load_instance(out).sha256  # the same instance as the command writes
+
+
+@pytest.mark.parametrize("family, method, instance", [("oasis", "oasis", "oasis-toy"), ("locality", "greedy-rr", "locality-toy"),
+                                                      ("locality", "pd-rr", "locality-toy")])
+def test_online_methods_report_their_decision_times_as_a_field(family, method, instance):
+    """Per arriving job, in milliseconds, in ``report.decision_ms`` (issue 33: no longer read back from the message)."""
+    import mlsched_opt as ms
+
+    run = ms.solve(ms.load(ROOT / "instances" / f"{instance}.toml"), method, time_limit=30, bound=False)
+    times = run.report.decision_ms
+    assert times is not None and set(times) == {"mean", "p95", "max"}, times
+    assert 0 <= times["mean"] <= times["max"] and times["p95"] <= times["max"]

@@ -79,7 +79,7 @@ def _result(view: LocalityView, out: Schedule, name: str, options: Mapping[str, 
         late = set(out.fallback)
         message += (f"; cut short at the time limit: {len(late)} of {len(view.jobs)} jobs planned by the earliest-fit fallback "
                     f"instead of LP + rounding ({sum(i in out.completion for i in late)} of them finish)")
-    report = heuristic_report("min", value, time.perf_counter() - started, name, dict(options), message)
+    report = heuristic_report("min", value, time.perf_counter() - started, name, dict(options), message, out.decision_s)
     return MethodResult(report, decision(view, o3_placement(view, out.tasks), out.completion, stats))
 
 

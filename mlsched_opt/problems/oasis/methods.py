@@ -50,7 +50,7 @@ def run_oasis(instance: Instance, options: Mapping[str, Any], solve_options: Sol
     if policy.cut_short:
         message += (f"; cut short by the time limit ({solve_options.time_limit:g} s): {policy.cut_short} arriving job(s) "
                     "planned over fewer completion slots or rejected unplanned")
-    report = heuristic_report("max", value, time.perf_counter() - start, "oasis", dict(options), message)
+    report = heuristic_report("max", value, time.perf_counter() - start, "oasis", dict(options), message, policy.decision_s)
     return MethodResult(report, decision(view, outcome, stats))
 
 
