@@ -257,7 +257,10 @@ def test_fuzz_instance_fields(family, bases, tmp_path):
         # exact solves are certified (the default): the referees and re-solves see the hostile values too
         certify = () if method == "exact" else ("--no-certify",)
         res = invoke("solve", file, "--method", method, "--time-limit", 2, *certify, "--out", sol)
-        _judge(stats, f"{family} solve {dotted(path)} {name}", repro, res, file, allowed=(0, 2))
+        # 3 is "no answer within --time-limit", a documented end (a mutant such as harmony's slot_s = 0.5
+        # makes hour-long jobs tens of thousands of intervals): which mutant answers in 2 s depends on
+        # the machine's load, and no test may depend on that; a traceback or another code still fails
+        _judge(stats, f"{family} solve {dotted(path)} {name}", repro, res, file, allowed=(0, 2, 3))
         if res.code == 0 and sol.exists():
             # an answer with a decision passed solve's own check and must pass `check`; one without
             # (status failed, infeasible, ...) is exit 1 there by design ("no decision to check")
@@ -400,7 +403,7 @@ def test_fuzz_large_counts(family, bases, tmp_path):
             res = invoke("solve", file, "--method", method, "--time-limit", 2, *certify, seconds=LARGE_SECONDS)
             key = f"{family} solve-large {dotted(path)} {value} {method}"
             _judge(stats, key, f"{dotted(path)} = {value}: `mlsched solve x.json --method {method} --time-limit 2`",
-                   res, file, allowed=(0, 2))
+                   res, file, allowed=(0, 2, 3))
     _report(family, stats)
 
 
