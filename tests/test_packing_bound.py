@@ -7,6 +7,7 @@ checked answer of the heuristics.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -83,6 +84,8 @@ def test_the_bound_never_passes_the_oracles_optimum_wherever_column_generation_s
     assert _valid(value, report.bound, objective)
 
 
+# a price near 0 (hypothesis tries subnormals) made a breakpoint overflow: an error, not a warning
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(tiny(), st.sampled_from(["weight", "servers"]), st.lists(st.floats(0, 3), min_size=8, max_size=8))
 def test_the_lagrangian_bound_holds_at_any_prices(doc, objective, prices):
@@ -92,7 +95,7 @@ def test_the_lagrangian_bound_holds_at_any_prices(doc, objective, prices):
     pi = np.resize(np.array(prices), cfg.types)
     uppers = np.array([bound.Pricer(cfg, k).price(pi, 10)[0] for k in range(cfg.shapes)])
     proven = bound._lagrangian(pi, uppers, cfg, objective == "servers")
-    assert _valid(value, proven, objective)
+    assert math.isfinite(proven) and _valid(value, proven, objective)
 
 
 @pytest.mark.parametrize("objective", ["weight", "servers"])

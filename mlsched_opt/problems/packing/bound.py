@@ -234,7 +234,10 @@ def servers_bound(pi: np.ndarray, p: np.ndarray, cfg: Configs) -> float:
     """``max_lam lam pi.d - sum_k n_k max(0, lam p_k - 1)`` (a lower bound on the servers used, see the
     module docstring); concave and piecewise linear in ``lam``: its maximum is at a breakpoint ``1/p_k``."""
     need = float(pi @ cfg.count)
-    lams = np.concatenate([[1.0], 1.0 / p[p > 0]])
+    with np.errstate(over="ignore", divide="ignore"):
+        breaks = 1.0 / p[p > 0]
+    # every lam >= 0 gives a valid bound: a breakpoint that overflows (a price near 0) is left out, never a NaN
+    lams = np.concatenate([[1.0], breaks[np.isfinite(breaks)]])
     values = lams * need - (cfg.size[None, :] * np.maximum(0.0, lams[:, None] * p[None, :] - 1.0)).sum(axis=1)
     return float(max(values.max(), 0.0))
 
@@ -247,7 +250,9 @@ def weight_bound(pi: np.ndarray, p: np.ndarray, cfg: Configs) -> float:
         has = cfg.job_type[:, i] >= 0
         price[has] += pi[cfg.job_type[has, i]] * cfg.job_count[has, i]
     room = float(cfg.size @ p)
-    lams = np.concatenate([[0.0, 1.0], cfg.weight[price > 0] / price[price > 0]])
+    with np.errstate(over="ignore", divide="ignore"):
+        breaks = cfg.weight[price > 0] / price[price > 0]
+    lams = np.concatenate([[0.0, 1.0], breaks[np.isfinite(breaks)]])
     values = lams * room + np.maximum(0.0, cfg.weight[None, :] - lams[:, None] * price[None, :]).sum(axis=1)
     return float(values.min())
 
