@@ -91,6 +91,14 @@ def ratio(value: float | None, reference: float | None, sense: str | None) -> fl
     return max(reference / value if sense == "max" else value / reference, 1.0)
 
 
+def _beaten(bound: float, best: float | None, sense: str | None) -> bool:
+    """Whether the checked answer ``best`` is better than the proven ``bound`` allows (beyond 1e-6 relative)."""
+    if best is None or sense is None:
+        return False
+    slack = 1e-6 * max(1.0, abs(bound))
+    return best > bound + slack if sense == "max" else best < bound - slack
+
+
 def rate(rows: list[dict]) -> None:
     """Each point's bracket (best checked answer against best proven bound) and each method's ratio to that bound."""
     points: dict[tuple[str, int], list[dict]] = {}
@@ -98,10 +106,14 @@ def rate(rows: list[dict]) -> None:
         points.setdefault((r["run"], r["jobs"]), []).append(r)
     for mine in points.values():
         sense = next((r["sense"] for r in mine if r.get("sense")), None)
-        answers = [r["objective"] for r in mine if r.get("check") == "ok" and r.get("objective") is not None]
-        bounds = [r["bound"] for r in mine if r.get("bound") is not None and r.get("status") != "disputed"]
+        answers = [r["objective"] for r in mine if r.get("check") == "ok" and r.get("objective") is not None
+                   and r.get("status") != "disputed"]
         pick = max if sense == "max" else min
         best = pick(answers) if answers else None
+        # a bound counts only from a run whose answer passed the checker (or that has none), and only when
+        # no checked answer beats it (the comparison's rule: a beaten bound is disputed, not used)
+        bounds = [r["bound"] for r in mine if r.get("bound") is not None and r.get("status") != "disputed"
+                  and r.get("check") != "FAILED" and not _beaten(r["bound"], best, sense)]
         # the best bound is the tightest: the smallest upper bound (max) or the largest lower bound (min)
         tight = (min(bounds) if sense == "max" else max(bounds)) if bounds else None
         for r in mine:

@@ -80,7 +80,7 @@ def main() -> None:
     applies = [r for r in rows if r["exit"] != 2]
     good = [r for r in applies if r["answered"] and r["within"]]
     print(f"--time-limit {args.time_limit:g}: {len(good)} of {len(applies)} runs that apply answered within the limit + 10 % "
-          f"(slowest {max(r['wall_s'] for r in applies):.2f} s); {len(rows) - len(applies)} refused as not applicable:")
+          f"(slowest {max((r['wall_s'] for r in applies), default=0.0):.2f} s); {len(rows) - len(applies)} refused as not applicable:")
     for r in rows:
         if r["exit"] == 2:
             print(f"  {r['instance']} {r['method']}: {r['refused']}")

@@ -437,6 +437,14 @@ def _deep_json(tmp_path):
     return path
 
 
+def _escaped_quotes(tmp_path):
+    # an unterminated string of escaped quotes after more brackets than the depth limit: a scanner that
+    # rescans from every escaped quote (a string regex did) takes the square of the size (minutes at 100 KB)
+    path = tmp_path / "quotes.json"
+    path.write_text('{"a": "' + "[" * 65 + '\\"' * 50_000)
+    return path
+
+
 def _deep_toml(tmp_path):
     path = tmp_path / "deep.toml"
     path.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
@@ -450,6 +458,7 @@ SPECIAL_FILES = {
     "directory": (_dir, "is a directory"),
     "100k nested JSON arrays": (_deep_json, "over the limit depth=64"),
     "100k nested TOML arrays": (_deep_toml, "over the limit depth=64"),
+    "unterminated string of 50k escaped quotes": (_escaped_quotes, "Unterminated string"),
 }
 
 

@@ -76,3 +76,25 @@ def test_the_scale_ladder_measures_whole_cli_processes(tmp_path, data_dir):
     assert int(row["peak_mb"]) > 0 and float(row["wall_s"]) > 0
     assert "| packing-servers | ffd |" in (out / "scale.md").read_text()
     assert (out / "scale.png").stat().st_size > 0
+
+
+def test_the_hard_ladder_rates_only_against_bounds_it_may_trust():
+    """scale_hard.py's bracket: a bound from a run whose answer failed the checker, or one that a
+    checked answer beats, is not the point's best bound (the comparison's rule)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("scale_hard", BENCHMARKS / "scale_hard.py")
+    assert spec is not None and spec.loader is not None
+    hard = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hard)
+
+    def row(method, objective, bound, check="ok", status="feasible"):
+        return {"run": "r", "jobs": 10, "method": method, "sense": "min", "objective": objective, "bound": bound,
+                "check": check, "status": status}
+
+    rows = [row("exact", 12.0, 9.0, check="FAILED"), row("a", 10.0, 8.0), row("b", 11.0, None)]
+    hard.rate(rows)
+    assert rows[1]["best_bound"] == 8.0 and rows[1]["ratio"] == pytest.approx(10 / 8) and rows[0]["ratio"] is None
+    rows = [row("exact", 12.0, 11.5), row("a", 11.0, 10.0)]   # 11 beats the "lower bound" 11.5
+    hard.rate(rows)
+    assert rows[0]["best_bound"] == 10.0 and rows[0]["bracket"] == pytest.approx(11 / 10)

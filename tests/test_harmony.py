@@ -874,3 +874,19 @@ def test_an_oracles_optimum_keeps_its_own_bound(tmp_path, run):
     doc = json.loads(out)
     assert code == 0 and doc["status"] == "optimal"
     assert doc["bound"] == doc["objective"] and doc["gap"] == 0
+
+
+def test_the_exhaustive_search_refuses_pairs_of_spreads_beyond_its_limit_and_exact_stays_anytime():
+    """4 workers and 2 PSs over 40 servers: each spread list fits the limit, their 1e8 pairs do not (they
+    allocated 30 GiB); the exhaustive search says so and exact answers by its anytime search."""
+    from mlsched_opt.facade import generated_document
+    from mlsched_opt.io import from_document, load_catalog
+    from mlsched_opt.pipeline import solve
+
+    cat = load_catalog(None)
+    doc = generated_document("harmony", 4, 3, 1, None, {"static": True}, cat)
+    doc["cluster"]["servers"][0]["count"] = 40
+    doc["jobs"][3]["workers"], doc["jobs"][3]["ps"] = {"count": 4}, {"count": 2}
+    inst = from_document(doc, catalog=cat)
+    run = solve(inst, "exact", time_limit=30)
+    assert run.status == "feasible" and run.check.feasible and "beyond the exhaustive search" in run.report.message

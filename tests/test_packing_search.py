@@ -12,9 +12,9 @@ from mlsched_opt.io import from_document
 from mlsched_opt.problems import GenerateSpec, get_family
 from mlsched_opt.problems.packing import aggregate, arrays, bound, lns
 from mlsched_opt.problems.packing.decision import objective_value
-from mlsched_opt.problems.packing.formulation import build_model, checker_limits
+from mlsched_opt.problems.packing.formulation import build_model
 from mlsched_opt.problems.packing.methods import best_greedy, greedy
-from mlsched_opt.problems.packing.view import packing_view
+from mlsched_opt.problems.packing.view import checker_limits, packing_view
 from mlsched_opt.solvers import SolveOptions, solve
 
 FAMILY = get_family("packing")

@@ -132,6 +132,21 @@ def test_an_algorithm_module_loads_no_pyomo(module):
         "the formulation inside the exact method's function")
 
 
+def _algorithm_modules() -> list[str]:
+    """The module of every registered algorithm (heuristic, online, baseline), read from its lazy reference."""
+    from mlsched_opt.problems import REGISTRY, MethodKind
+
+    return sorted({m.run.target.partition(":")[0] for f in REGISTRY.values() for m in f.algorithms
+                   if m.kind not in (MethodKind.EXACT, MethodKind.ORACLE) and hasattr(m.run, "target")})
+
+
+@pytest.mark.parametrize("module", _algorithm_modules())
+def test_every_registered_algorithm_loads_no_pyomo(module):
+    """Wherever an algorithm lives (packing's lns.py and pop.py, locality's priority.py), importing it
+    loads no Pyomo: only the exact methods build the formulation."""
+    assert "pyomo" not in _loads_when_imported(module), f"{module} reaches Pyomo when imported"
+
+
 def test_the_checker_sees_a_cycle_and_a_borrowing():
     # the reader itself: a function-local import closing a loop is an edge, a TYPE_CHECKING one is not
     tree = ast.parse("def f():\n    from .b import x\nif TYPE_CHECKING:\n    from .c import y\n")

@@ -57,6 +57,9 @@ def job_options(W: int, P: int, M: int, cap: np.ndarray, wd: np.ndarray, pd: np.
     """Worker and PS count vectors of one job that fit the empty servers, shapes (O, M) each (within ``cap + slack``:
     the exact searches pass the checker's limits, :func:`.tolerances.capacity_limit`, and no slack)."""
     wv, pv = count_vectors(W, M), count_vectors(P, M)
+    if len(wv) * len(pv) > MAX_VECTORS:   # each list within the limit, their pairs not (4 workers, 2 PSs, 40 servers: 1e8)
+        raise OptionError(f"{W} workers and {P} PSs spread over {M} servers in {len(wv) * len(pv):.3g} ways, beyond the "
+                          f"exhaustive search's {MAX_VECTORS:.0g} (use --method surrogate or a heuristic)", field="--method")
     w = np.repeat(wv, len(pv), axis=0)
     p = np.tile(pv, (len(wv), 1))
     use = w[..., None] * wd + p[..., None] * pd

@@ -34,8 +34,7 @@ from ...report import relative_gap
 from ...solvers.highs_lp import use_threads
 from ...tolerances import GAP_SLACK, proven_bound
 from .decision import TASKS
-from .formulation import checker_limits
-from .view import PackingView
+from .view import PackingView, checker_limits
 
 INF = highspy.kHighsInf
 #: Wall seconds per column to read a solution back from HiGHS and turn it into a decision

@@ -28,7 +28,7 @@ a margin), Lagrangian duality gives
 * ``weight``: ``OPT <= min_{lam >= 0} lam sum_k n_k p_k + sum_j max(0, w_j - lam pi.b_j)``,
 
 so the bound reported at a stop is one proven at that moment, whatever the round.  Configurations
-are priced on the capacities the checker accepts (:func:`.formulation.checker_limits`), so no
+are priced on the capacities the checker accepts (:func:`.view.checker_limits`), so no
 accepted decision is outside the relaxation.  The configuration LP is at least as strong as the
 assignment LP of :mod:`.formulation` (a fractional assignment per server is a convex combination
 of fractional, not integer, configurations); the two are reported together by :func:`relaxation`,
@@ -50,8 +50,7 @@ from ...clock import past
 from ...io.instance import Instance
 from ...report import SolveOptions, SolveReport
 from ...solvers.highs_lp import highspy_version, use_threads
-from .formulation import checker_limits
-from .view import PackingView, packing_view
+from .view import PackingView, checker_limits, packing_view
 
 INF = highspy.kHighsInf
 TASK_KINDS = ("worker", "ps")
@@ -234,12 +233,12 @@ def servers_bound(pi: np.ndarray, p: np.ndarray, cfg: Configs) -> float:
     """``max_lam lam pi.d - sum_k n_k max(0, lam p_k - 1)`` (a lower bound on the servers used, see the
     module docstring); concave and piecewise linear in ``lam``: its maximum is at a breakpoint ``1/p_k``."""
     need = float(pi @ cfg.count)
-    with np.errstate(over="ignore", divide="ignore"):
-        breaks = 1.0 / p[p > 0]
-    # every lam >= 0 gives a valid bound: a breakpoint that overflows (a price near 0) is left out, never a NaN
-    lams = np.concatenate([[1.0], breaks[np.isfinite(breaks)]])
-    values = lams * need - (cfg.size[None, :] * np.maximum(0.0, lams[:, None] * p[None, :] - 1.0)).sum(axis=1)
-    return float(max(values.max(), 0.0))
+    # every lam >= 0 gives a valid bound: a candidate that overflows (a price near 0 makes a huge
+    # breakpoint) is left out, never an inf or NaN; lam = 1 is always there
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        lams = np.concatenate([[1.0], 1.0 / p[p > 0]])
+        values = lams * need - (cfg.size[None, :] * np.maximum(0.0, lams[:, None] * p[None, :] - 1.0)).sum(axis=1)
+    return float(max(values[np.isfinite(values)].max(), 0.0))
 
 
 def weight_bound(pi: np.ndarray, p: np.ndarray, cfg: Configs) -> float:
@@ -250,11 +249,10 @@ def weight_bound(pi: np.ndarray, p: np.ndarray, cfg: Configs) -> float:
         has = cfg.job_type[:, i] >= 0
         price[has] += pi[cfg.job_type[has, i]] * cfg.job_count[has, i]
     room = float(cfg.size @ p)
-    with np.errstate(over="ignore", divide="ignore"):
-        breaks = cfg.weight[price > 0] / price[price > 0]
-    lams = np.concatenate([[0.0, 1.0], breaks[np.isfinite(breaks)]])
-    values = lams * room + np.maximum(0.0, cfg.weight[None, :] - lams[:, None] * price[None, :]).sum(axis=1)
-    return float(values.min())
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):   # as in servers_bound; lam = 0 is always there
+        lams = np.concatenate([[0.0, 1.0], cfg.weight[price > 0] / price[price > 0]])
+        values = lams * room + np.maximum(0.0, cfg.weight[None, :] - lams[:, None] * price[None, :]).sum(axis=1)
+    return float(values[np.isfinite(values)].min())
 
 
 @dataclass

@@ -7,7 +7,7 @@ servers that may host one such task), and in ``servers`` mode ``used[s]`` (binar
 * ``servers`` mode: every job is placed; minimize the number of servers used.
 
 Constraints: an admitted job gets exactly its workers and PSs; every server's capacity holds
-in every resource, up to the load the checker accepts (:func:`checker_limits`).
+in every resource, up to the load the checker accepts (:func:`.view.checker_limits`).
 In ``servers`` mode a server's capacity is ``capacity * used[s]``, with
 ``workers[j, s] <= count_j used[s]`` to tighten the LP relaxation, and identical servers of
 one group are opened in order (``used[s_k] >= used[s_k+1]``) to break their symmetry.
@@ -15,32 +15,19 @@ one group are opened in order (``used[s_k] >= used[s_k+1]``) to break their symm
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import pyomo.environ as pyo
 
 from ...io.instance import Instance
-from ...tolerances import core_capacity_limit
 from .decision import TASKS
-from .view import PackingView, _fits, _may_run, packing_view
+from .view import PackingView, checker_limits, packing_view
 
 
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
     view = packing_view(instance)
     return _model(checker_limits(view), options["objective"])
-
-
-def checker_limits(view: PackingView) -> PackingView:
-    """``view`` with every capacity replaced by the largest load the checker accepts
-    (:func:`.tolerances.core_capacity_limit`: ``cap + CHECK_TOL max(1, cap)``) and the eligibility
-    recomputed on it, for the exact models (Pyomo and arrays) and their relaxations: on integer
-    counts they then accept exactly the placements the checker accepts.  The heuristics keep the
-    view's strict capacities (their answers stay within the limits)."""
-    limit = core_capacity_limit(view.capacity)
-    eligible = {task: _fits(view.demand[task], limit) & _may_run(view.instance, task) for task in ("worker", "ps")}
-    return dataclasses.replace(view, capacity=limit, eligible=eligible)
 
 
 def _model(view: PackingView, objective: str) -> pyo.ConcreteModel:

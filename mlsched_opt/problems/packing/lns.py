@@ -36,9 +36,8 @@ from ..base import MethodResult, heuristic_report
 from . import aggregate, arrays
 from .bound import Configs, configs, server_shapes
 from .decision import objective_value
-from .formulation import checker_limits
 from .methods import best_greedy
-from .view import packing_view
+from .view import checker_limits, packing_view
 
 #: HiGHS branch-and-bound nodes per window (the work limit of one step)
 WINDOW_NODES = 200

@@ -21,7 +21,7 @@ from scipy import sparse
 
 from . import aggregate, arrays
 from .bound import ConfigLP, Configs
-from .formulation import checker_limits
+from .view import checker_limits
 
 #: HiGHS branch-and-bound nodes for the integer master (a work limit)
 MASTER_NODES = 2_000

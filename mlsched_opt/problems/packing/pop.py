@@ -53,9 +53,8 @@ from ..base import MethodResult, heuristic_report
 from . import aggregate, arrays
 from .bound import Configs, configs, server_shapes
 from .decision import objective_value
-from .formulation import checker_limits
 from .methods import greedy
-from .view import PackingView, packing_view
+from .view import PackingView, checker_limits, packing_view
 
 #: Automatic ``parts``: about this many (job, server) pairs per part.  Measured on Alibaba's 2,000
 #: pods (``servers`` mode, 60 s limit, 2 shared cores): 4 parts use 432 servers, 8 use 376, 16 use

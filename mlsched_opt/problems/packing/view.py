@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +11,7 @@ import numpy as np
 
 from ...errors import InstanceError
 from ...io.instance import Instance, Job
+from ...tolerances import core_capacity_limit
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,14 @@ def diagnose(instance: Instance, options: Mapping[str, Any]) -> str | None:
     if short:
         return "all jobs together need more than the cluster has: " + ", ".join(short)
     return None
+
+
+def checker_limits(view: PackingView) -> PackingView:
+    """``view`` with every capacity replaced by the largest load the checker accepts
+    (:func:`.tolerances.core_capacity_limit`: ``cap + CHECK_TOL max(1, cap)``) and the eligibility
+    recomputed on it, for the exact models (Pyomo and arrays) and their relaxations: on integer
+    counts they then accept exactly the placements the checker accepts.  The heuristics keep the
+    view's strict capacities (their answers stay within the limits)."""
+    limit = core_capacity_limit(view.capacity)
+    eligible = {task: _fits(view.demand[task], limit) & _may_run(view.instance, task) for task in ("worker", "ps")}
+    return dataclasses.replace(view, capacity=limit, eligible=eligible)
