@@ -100,10 +100,10 @@ def _stalled(tmp_path, name, *args):
 
 def test_the_watchdog_ends_a_stalled_solve_with_no_solution_and_writes_the_report(tmp_path):
     out = tmp_path / "sol.json"
-    done = _stalled(tmp_path, "run", "solve", DEMO, "--method", "exact", "--time-limit", "12", "--out", out)
+    done = _stalled(tmp_path, "run", "solve", DEMO, "--method", "exact", "--time-limit", "8", "--out", out)
     assert done.returncode == 3, done.stderr  # no answer at the limit: its own exit code
     assert "time-limit-no-solution" in done.stdout
-    assert "stopped at the command's time limit (12 s) in --method exact" in done.stdout
+    assert "stopped at the command's time limit (8 s) in --method exact" in done.stdout
     report = json.loads(out.read_text())["report"]
     assert report["status"] == "time-limit-no-solution" and report["solver"] == "highs"
 
@@ -120,19 +120,19 @@ def test_the_watchdogs_answer_is_printed_while_a_solver_log_capture_holds_the_ou
             with capture_output(io.StringIO(), capture_fd=True):
                 time.sleep(600)
         base.Family.run = stall
-    """, "-v", "solve", DEMO, "--method", "exact", "--time-limit", "12", "--json")
+    """, "-v", "solve", DEMO, "--method", "exact", "--time-limit", "8", "--json")
     assert done.returncode == 3, done.stderr
     doc = json.loads(done.stdout)
     assert doc["status"] == "time-limit-no-solution"
-    assert "stopped at the command's time limit (12 s) in --method exact" in doc["message"]
+    assert "stopped at the command's time limit (8 s) in --method exact" in doc["message"]
 
 
 def test_the_watchdog_keeps_the_answer_when_the_bound_stalls(tmp_path):
-    done = _stalled(tmp_path, "lp_bound", "solve", DEMO, "--method", "ffd", "--time-limit", "12", "--json")
+    done = _stalled(tmp_path, "lp_bound", "solve", DEMO, "--method", "ffd", "--time-limit", "8", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["status"] == "feasible" and doc["check"]["feasible"] and doc["bound"] is None
-    assert "stopped at the command's time limit (12 s) in the bound" in doc["message"]
+    assert "stopped at the command's time limit (8 s) in the bound" in doc["message"]
 
 
 def test_a_single_solve_uses_every_usable_core_unless_told(run, monkeypatch):
@@ -240,9 +240,9 @@ def test_the_watchdog_stays_silent_when_the_command_fails_first(tmp_path):
         def linger(pairs=()):
             reset(pairs)
             if pairs == ():  # main's last step (a verb's own limits come as a list)
-                time.sleep(20)
+                time.sleep(11)
         files.set_limits = linger
-    """, "solve", DEMO, "--method", "ffd", "--time-limit", "15")
+    """, "solve", DEMO, "--method", "ffd", "--time-limit", "8")
     assert done.returncode == 2 and "refused for the test" in done.stderr
     assert "time limit" not in done.stdout + done.stderr and done.stdout == ""
 
@@ -254,8 +254,8 @@ def test_an_answer_whose_check_outlives_the_deadline_is_never_called_checked(tmp
         def slow_check(*args, **kwargs):
             time.sleep(600)
         problems.check_solution = slow_check
-    """, "solve", DEMO, "--method", "ffd", "--time-limit", "12", "--json")
+    """, "solve", DEMO, "--method", "ffd", "--time-limit", "8", "--json")
     doc = json.loads(done.stdout)
     assert done.returncode == 1 and doc["status"] == "feasible" and doc["check"] is None
-    assert "stopped at the command's time limit (12 s) in the check" in doc["message"]
+    assert "stopped at the command's time limit (8 s) in the check" in doc["message"]
     assert "not checked: the checker did not finish in time" in doc["message"]
