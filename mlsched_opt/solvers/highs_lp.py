@@ -59,6 +59,25 @@ def watch(h: highspy.Highs, report: bool = True) -> None:
         h.startCallback(kinds.kCallbackMipImprovingSolution)
 
 
+def sparse_lp(cost, a, col_lo, col_hi, row_lo, row_hi, maximize: bool = False) -> highspy.HighsLp:
+    """``min/max cost x`` s.t. ``row_lo <= a x <= row_hi``, ``col_lo <= x <= col_hi`` as a HiGHS LP,
+    ``a`` a ``scipy.sparse`` matrix (stored column-wise, as HiGHS takes it)."""
+    a = sparse.csc_matrix(a, dtype=float)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = a.shape[1], a.shape[0]
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_ = np.asarray(col_lo, dtype=float)
+    lp.col_upper_ = np.asarray(col_hi, dtype=float)
+    lp.row_lower_ = np.asarray(row_lo, dtype=float)
+    lp.row_upper_ = np.asarray(row_hi, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = a.indices.astype(np.int32)
+    lp.a_matrix_.value_ = a.data.astype(float)
+    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    return lp
+
+
 @dataclass(frozen=True)
 class LPResult:
     status: str  # "optimal" | "time-limit" (with a feasible x) | "infeasible" | "unbounded" | "failed"
@@ -84,32 +103,18 @@ class ArrayLP:
 
     def __init__(self, c, A, row_lo, row_hi, col_lo, col_hi, maximize: bool = False, time_limit: float = 10.0,
                  integer: bool = False, gap: float = 1e-6):
-        sparse_a = sparse.csc_matrix(A, dtype=float) if sparse.issparse(A) else None
-        A = sparse_a if sparse_a is not None else np.asarray(A, dtype=float)
+        if not sparse.issparse(A):
+            dense = np.asarray(A, dtype=float)
+            m, n = dense.shape
+            # column-wise with every entry stored, explicit zeros too, so their coefficients can change later
+            A = sparse.csc_matrix((dense.T.ravel(), np.tile(np.arange(m), n), np.arange(0, m * n + 1, m)), shape=(m, n))
         self.shape = A.shape
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")  # tiny LPs; presolve would also discard the warm basis
         h.setOptionValue("simplex_strategy", 1)  # dual simplex: basic solutions
         h.setOptionValue("time_limit", float(time_limit))
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-        lp.col_cost_ = np.asarray(c, dtype=float)
-        lp.col_lower_ = np.asarray(col_lo, dtype=float)
-        lp.col_upper_ = np.asarray(col_hi, dtype=float)
-        lp.row_lower_ = np.asarray(row_lo, dtype=float)
-        lp.row_upper_ = np.asarray(row_hi, dtype=float)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        if sparse_a is not None:
-            lp.a_matrix_.start_ = sparse_a.indptr.astype(np.int32)
-            lp.a_matrix_.index_ = sparse_a.indices.astype(np.int32)
-            lp.a_matrix_.value_ = sparse_a.data.astype(float)
-        else:
-            # column-wise sparse storage, keeping explicit zeros so their coefficients can change later
-            lp.a_matrix_.start_ = np.arange(0, A.size + 1, A.shape[0], dtype=np.int32)
-            lp.a_matrix_.index_ = np.tile(np.arange(A.shape[0], dtype=np.int32), A.shape[1])
-            lp.a_matrix_.value_ = A.T.ravel().copy()
-        lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+        lp = sparse_lp(c, A, col_lo, col_hi, row_lo, row_hi, maximize)
         if integer:
             lp.integrality_ = [highspy.HighsVarType.kInteger] * A.shape[1]
             h.setOptionValue("mip_rel_gap", float(gap))

@@ -240,6 +240,8 @@ class ThroughputLP:
         import highspy
         from scipy import sparse
 
+        from ...solvers.highs_lp import sparse_lp
+
         self.f = f
         J, B, L, K = len(f.d), f.B, f.theta.shape[1], len(f.R)
         self.J, self.B, self.L, self.K = J, B, L, K
@@ -259,18 +261,10 @@ class ThroughputLP:
             vals.append(f.phi[jj[inside], k])
         self.rows = base + B * K
         A = sparse.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.rows, n))
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n, self.rows
-        lp.col_cost_ = (np.append(f.edges[:-1], f.edges[-1])[bb] - f.a[jj]) / f.A[jj]
-        lp.col_lower_ = np.zeros(n)
-        lp.col_upper_ = np.where(bb < B, f.W[jj] * length[bb], f.A[jj])
         inf = highspy.kHighsInf
-        lp.row_lower_ = np.concatenate([f.A, np.full(self.rows - J, -inf)])
-        lp.row_upper_ = np.concatenate([f.A, np.zeros(B * L), f.M * f.length, (f.length[:, None] * f.R[None, :]).ravel()])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data.astype(float)
+        lp = sparse_lp((np.append(f.edges[:-1], f.edges[-1])[bb] - f.a[jj]) / f.A[jj], A, np.zeros(n),
+                       np.where(bb < B, f.W[jj] * length[bb], f.A[jj]), np.concatenate([f.A, np.full(self.rows - J, -inf)]),
+                       np.concatenate([f.A, np.zeros(B * L), f.M * f.length, (f.length[:, None] * f.R[None, :]).ravel()]))
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.passModel(lp)

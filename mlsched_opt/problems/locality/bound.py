@@ -401,7 +401,7 @@ def price_lp(view: LocalityView, p: Pricing, deadline: float | None = None) -> t
     import highspy
     from scipy import sparse
 
-    from ...solvers.highs_lp import use_threads
+    from ...solvers.highs_lp import sparse_lp, use_threads
 
     T, R = view.slots, len(view.resources)
     size = max(1, math.ceil(T / PRICE_BLOCKS))
@@ -468,17 +468,9 @@ def price_lp(view: LocalityView, p: Pricing, deadline: float | None = None) -> t
     row = np.where(row >= 0, row, n_jobs - 1 - row)                                    # capacity and slot rows after the jobs'
     n_rows = n_jobs + cap_rows + sum(len(x) for x in slot_cap)
     a_matrix = sparse.csc_matrix((np.concatenate(vals), (row, np.concatenate(cols))), shape=(n_rows, col))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = col, n_rows
-    lp.col_cost_ = np.concatenate(cost).astype(float)
-    lp.col_lower_ = np.zeros(col)
-    lp.col_upper_ = np.concatenate(upper).astype(float)
-    lp.row_lower_ = np.concatenate([job_rhs, np.full(n_rows - n_jobs, -highspy.kHighsInf)]).astype(float)
-    lp.row_upper_ = np.concatenate([job_rhs, (length[:, None] * p.cap[None, :]).ravel(), *slot_cap]).astype(float)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a_matrix.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = a_matrix.indices.astype(np.int32)
-    lp.a_matrix_.value_ = a_matrix.data.astype(float)
+    lp = sparse_lp(np.concatenate(cost), a_matrix, np.zeros(col), np.concatenate(upper),
+                   np.concatenate([job_rhs, np.full(n_rows - n_jobs, -highspy.kHighsInf)]),
+                   np.concatenate([job_rhs, (length[:, None] * p.cap[None, :]).ravel(), *slot_cap]))
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.passModel(lp)

@@ -58,7 +58,7 @@ from ...errors import ModelTooLarge
 from ...io.instance import Instance
 from ...report import SolveReport
 from ...solvers import SolveOptions, relaxation
-from ...solvers.highs_lp import highspy_version, use_threads
+from ...solvers.highs_lp import highspy_version, sparse_lp, use_threads
 from ...tolerances import CHECK_TOL, FIT_TOL, capacity_limit, work_done_threshold
 from .decision import model_size
 from .formulation import offline_model
@@ -157,18 +157,9 @@ class WindowLP:
         h.setOptionValue("output_flag", False)
         use_threads(h, 1)
         h.setOptionValue("time_limit", max(float(time_limit), 1e-3))
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n, A.shape[0]
-        lp.col_cost_ = self.c
-        lp.col_lower_ = np.zeros(n)
-        lp.col_upper_ = np.ones(n)
-        lp.row_lower_ = np.concatenate([np.full(self.rows, -highspy.kHighsInf), np.zeros(self.chain.shape[0])])
-        lp.row_upper_ = np.concatenate([self.rhs, np.full(self.chain.shape[0], highspy.kHighsInf)])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data.astype(float)
-        lp.sense_ = highspy.ObjSense.kMaximize
+        lp = sparse_lp(self.c, A, np.zeros(n), np.ones(n),
+                       np.concatenate([np.full(self.rows, -highspy.kHighsInf), np.zeros(self.chain.shape[0])]),
+                       np.concatenate([self.rhs, np.full(self.chain.shape[0], highspy.kHighsInf)]), maximize=True)
         h.passModel(lp)
         h.run()
         status = h.modelStatusToString(h.getModelStatus())
