@@ -497,13 +497,15 @@ SIZE_CASES = {
     "slots 1e12": (lambda d: d.__setitem__("time", {"slots": 10**12}), "time.slots", "slots"),
     "jobs": (lambda d: d.__setitem__("jobs", d["jobs"] * 1000), "jobs", "jobs"),
 }
+#: the limits each case runs under: 12,000 jobs are far inside the default of 10^6
+SIZE_LIMITS = {"jobs": ("--limit", "jobs=10000")}
 
 
 @pytest.mark.parametrize("case", sorted(SIZE_CASES))
 def test_sizes_beyond_a_limit_name_the_field_and_the_limit(case, tmp_path, run):
     mutate, field, limit = SIZE_CASES[case]
     path = _demo_json(tmp_path, mutate)
-    code, _, err = run("validate", path)
+    code, _, err = run(*SIZE_LIMITS.get(case, ()), "validate", path)
     line = _one_error_line(err, path)
     assert code == 2 and line.startswith(f"mlsched: error: {path}: {field}: ")
     assert f"over the limit {limit}=" in line and f"--limit {limit}=N" in line

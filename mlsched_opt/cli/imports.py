@@ -10,7 +10,7 @@ import click
 from ..errors import OptionError
 from .app import catalog_of, verb
 from .generate import instance_output
-from .params import PROBLEM, parse_sets
+from .params import COUNT_OR_ALL, PROBLEM, parse_sets
 
 log = logging.getLogger("mlsched_opt.cli")
 
@@ -20,7 +20,8 @@ log = logging.getLogger("mlsched_opt.cli")
 @click.option("--problem", type=PROBLEM, default=None, help="Problem family to import into (see `mlsched info`); not for gavel.")
 @click.option("-o", "--output", required=True, metavar="FILE",
               help="Instance file to write (.toml or .json); for gavel, the catalog directory.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Jobs in the window (default: all of the source's).")
+@click.option("--jobs", type=COUNT_OR_ALL, default=None,
+              help="Jobs in the window, or `all` (the default): the whole trace, up to the jobs limit (1,000,000).")
 @click.option("--servers", type=click.IntRange(min=1), default=None, help="Servers of the cluster (default: all).")
 @click.option("--slots", type=click.IntRange(min=1), default=None, help="Time slots (default: the family's, or what the arrivals need).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every draw (window, servers, workloads).")
@@ -39,6 +40,7 @@ def import_(ctx, source, problem, output, jobs, servers, slots, seed, data, sets
       mlsched import alibaba --problem packing --jobs 200 -o pods.toml
       mlsched import alibaba --problem hetero --jobs 100 --set pods=gpuspec33 -o hetero.toml
       mlsched import philly --problem oasis --jobs 50 --servers 20 --seed 3 -o philly.toml
+      mlsched import philly --problem locality --jobs all --servers 120 -o philly-all.json
       mlsched import pollux --problem locality --set workload=2 --set cluster=pollux -o pollux.toml
       mlsched import gavel -o models/
     """

@@ -93,6 +93,35 @@ SOLVER = Names(solver_names, _check_solver_name)
 SOLVERS = Names(solver_names, _check_solver_name, sep=",")
 
 
+class CountOrAll(click.ParamType):
+    """A count of at least 1, or ``all`` (the source's every row): ``--jobs all`` says in words what
+    leaving ``--jobs`` out means, so a script that takes a whole trace reads as one."""
+
+    name = "integer or 'all'"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        return "N|all"
+
+    def convert(self, value, param, ctx):
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            if value is not None and value < 1:
+                self.fail(f"{value} is not >= 1", param, ctx)
+            return value
+        text = str(value).strip().lower()
+        if text == "all":
+            return None
+        try:
+            number = int(text)
+        except ValueError:
+            self.fail(f"{value!r} is neither a whole number nor 'all'", param, ctx)
+        if number < 1:
+            self.fail(f"{number} is not >= 1", param, ctx)
+        return number
+
+
+COUNT_OR_ALL = CountOrAll()
+
+
 class LazyHelp(click.Option):
     """An option whose help text is computed from the registry when --help is shown."""
 

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import InstanceError, OptionError, UserError
 from .schema import MAX_NUMBER
 
@@ -45,11 +47,11 @@ FORMATS = ("json", "toml")
 #: inside; they exist so that a hostile or mistyped number is refused in milliseconds instead
 #: of being expanded until the machine runs out of memory.
 LIMITS: dict[str, tuple[int, str]] = {
-    "file_mb": (64, "size of one input file, MiB"),
+    "file_mb": (1024, "size of one input file, MiB (a generated 10^6-job packing instance is about 400 MiB of JSON)"),
     "depth": (64, "nesting depth of arrays/objects in one file"),
-    "servers": (10_000, "servers after expanding every group's count"),
-    "jobs": (10_000, "jobs in one instance"),
-    "slots": (10_000, "time slots (time.slots)"),
+    "servers": (1_000_000, "servers after expanding every group's count"),
+    "jobs": (1_000_000, "jobs in one instance (a JSON file's jobs are counted as it is read, before it is parsed)"),
+    "slots": (1_000_000, "time slots (time.slots)"),
     "tasks": (100_000, "workers (or parameter servers) of one job: workers/ps count or max"),
     "cells": (20_000_000,
               "servers x jobs x slots (1 when there is no horizon) of an exact model, checked when it is built "
@@ -135,12 +137,14 @@ def _not_regular(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 
-def read_bytes(path: str | Path) -> bytes:
+def read_bytes(path: str | Path, feed: Callable[..., None] | None = None) -> bytes:
     """The content of a regular file of at most ``file_mb`` MiB, or an :class:`InstanceError`.
 
     The file is stat-ed before it is opened (following symlinks), and opened non-blocking, so a
     FIFO, a device such as ``/dev/zero`` or a socket is refused without ever blocking or being
-    read; a file that grows past the cap while being read is refused too.
+    read; a file that grows past the cap while being read is refused too.  ``feed(chunk)`` sees
+    each chunk as it arrives (and ``feed(b"", final=True)`` the end): a scanner that raises stops
+    the read there.
     """
     name = str(path)
     cap = limits()["file_mb"] * 2**20
@@ -166,13 +170,17 @@ def read_bytes(path: str | Path) -> bytes:
             raise InstanceError("is not a regular file", name)
         chunks, size = [], 0
         while True:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, 1 << 22)
             if not chunk:
                 break
             size += len(chunk)
             if size > cap:
                 raise over_limit("file_mb", -(-size // 2**20), "the file size in MiB", name, None)
             chunks.append(chunk)
+            if feed is not None:
+                feed(chunk)
+        if feed is not None:
+            feed(b"", final=True)
     except OSError as exc:
         raise InstanceError(f"cannot read file ({exc.strerror or exc})", name) from None
     finally:
@@ -180,34 +188,171 @@ def read_bytes(path: str | Path) -> bytes:
     return b"".join(chunks)
 
 
-def read_document(path: str | Path, counts: Callable[[dict[str, Any], str], None] | None = None) -> dict[str, Any]:
+def read_document(path: str | Path, counts: Callable[[dict[str, Any], str], None] | None = None,
+                  count_items: tuple[str, str] | None = None) -> dict[str, Any]:
     """Parse a JSON or TOML file into a dict, or raise :class:`InstanceError` saying why not.
 
     Guarantees: the result is a dict of JSON-like values (dict, list, str, int, finite float,
     bool, None) nested at most ``depth`` levels, with no integer literal over
     :data:`MAX_INT_DIGITS` digits.  ``counts(doc, file)`` runs right after parsing, before every
     value is walked: a reader's size limits (an instance's jobs and servers) refuse a huge file
-    without the walk's seconds.
+    without the walk's seconds.  ``count_items=(KEY, LIMIT)`` counts the items of the top-level
+    array ``KEY`` of a JSON file while it streams in, before anything is parsed, and refuses the
+    file as soon as they pass the limit ``LIMIT`` (a 10^7-job file is refused after reading the
+    first 10^6 jobs' bytes, not the whole file).
     """
     name = str(path)
     fmt = format_of(path)
-    raw = read_bytes(path)
+    scan = _JsonScan(name, limits()["depth"], count_items) if fmt == "json" else None
+    raw = read_bytes(path, scan.feed if scan else None)
     if b"\x00" in raw:
         raise InstanceError("binary file (contains NUL bytes); expected UTF-8 text", name)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InstanceError(f"not UTF-8 text (bad byte at offset {exc.start})", name) from None
+    del raw
     if not text.strip():
         raise InstanceError("file is empty", name)
-    _check_nesting(text, name)
-    doc = _parse_json(text, name) if fmt == "json" else _parse_toml(text, name)
+    if fmt == "json":
+        # the depth was checked as the bytes streamed in; a value check walks the document only if
+        # parsing met a value it refuses (a walk of every value took 11 s at 100,000 jobs)
+        doc, suspect = _parse_json(text, name)
+        suspect = suspect or _SURROGATE_ESCAPE.search(text) is not None
+    else:
+        _check_nesting(text, name)
+        doc, suspect = _parse_toml(text, name), True
     if not isinstance(doc, dict):
         raise InstanceError(f"top level must be an object, got {json_type(doc)}", name)
     if counts is not None:
         counts(doc, name)
-    check_values(doc, name)
+    if suspect:
+        check_values(doc, name)
     return doc
+
+
+#: a JSON escape that can make a lone UTF-16 surrogate (the only way a JSON string is not text)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+_QUOTE, _BACKSLASH, _BRACE = ord('"'), ord("\\"), ord("{")
+
+
+class _JsonScan:
+    """The structure of a JSON file, chunk by chunk as it is read, with numpy over the bytes.
+
+    Tracks, outside strings, the nesting depth (refused past ``depth``, as :func:`_check_nesting`
+    does for TOML) and the items of one top-level array (``count_items``), so that both limits
+    hold before the parser sees a byte.  Strings are found by their unescaped quotes: a quote is
+    escaped when an odd run of backslashes precedes it (a chunk never ends inside such a run).
+    Linear in the bytes, no Python loop over them.
+    """
+
+    def __init__(self, name: str, depth_cap: int, count_items: tuple[str, str] | None):
+        self.name = name
+        self.cap = depth_cap
+        self.key, self.limit_name = count_items if count_items else ("", "")
+        self.limit = limits()[self.limit_name] if count_items else 0
+        self.key_re = re.compile(rb'"' + re.escape(self.key.encode()) + rb'"\s*:\s*\[') if count_items else None
+        self.lines = 0           # line breaks before this chunk
+        self.in_string = False
+        self.depth = 0
+        self.items = -1          # -1: the array not found yet; -2: counted and closed
+        self.tail = b""          # a trailing run of backslashes, carried into the next chunk
+
+    def feed(self, chunk: bytes, final: bool = False) -> None:
+        data = self.tail + chunk
+        cut = len(data)
+        if not final:
+            if self.items == -1 and self.key_re is not None:
+                # the array's key must not be split by the chunk's end: the last 64 bytes wait for the
+                # next chunk, and so does a key that reaches into them (one with longer whitespace
+                # around its colon may be missed: the count after parsing still holds)
+                cut = max(cut - 64, 0)
+                for match in self.key_re.finditer(data, max(cut - 64, 0)):
+                    if match.start() < cut < match.end():
+                        cut = match.start()
+                        break
+            while cut and data[cut - 1] == _BACKSLASH:
+                cut -= 1
+        self.tail = data[cut:]
+        self._scan(data[:cut])
+        self.lines += data.count(b"\n", 0, cut)
+
+    def _scan(self, data: bytes) -> None:
+        if not data:
+            return
+        a = np.frombuffer(data, dtype=np.uint8)
+        # the tokens that matter, then everything on them alone: quotes, and brackets ([ { are the
+        # bytes whose value | 32 is 123, ] } those where it is 125)
+        folded = a | 32
+        pos = np.flatnonzero((a == _QUOTE) | (folded == 123) | (folded == 125))
+        tok = a[pos]
+        is_quote = tok == _QUOTE
+        if data.find(b"\\") >= 0 and is_quote.any():
+            at = np.flatnonzero(is_quote)
+            escaped = at[_escaped(a, pos[at])]
+            keep = np.ones(pos.size, dtype=bool)
+            keep[escaped] = False  # an escaped quote is string content, neither quote nor bracket
+            pos, tok, is_quote = pos[keep], tok[keep], is_quote[keep]
+        # a bracket is structural when an even number of real quotes (after the carried state) precedes it
+        outside = (np.cumsum(is_quote, dtype=np.int32) & 1) == int(self.in_string)
+        structural = ~is_quote & outside
+        where = pos[structural]
+        kinds = tok[structural]
+        steps = np.where((kinds | 32) == 123, np.int32(1), np.int32(-1))
+        depth = self.depth + np.cumsum(steps, dtype=np.int32)
+        if depth.size:
+            deep = np.flatnonzero(depth > self.cap)
+            if deep.size:
+                line = self.lines + data.count(b"\n", 0, int(where[deep[0]])) + 1
+                raise over_limit("depth", int(depth[deep[0]]), f"the nesting depth at line {line}", self.name, None)
+        quotes = pos[is_quote]
+        if self.key_re is not None and self.items != -2:
+            self._count(data, quotes, where, kinds == _BRACE, depth)
+        self.in_string = bool((self.in_string + quotes.size) % 2)
+        if depth.size:
+            self.depth = int(depth[-1])
+
+    def _count(self, data: bytes, quotes: np.ndarray, where: np.ndarray, braces: np.ndarray, depth: np.ndarray) -> None:
+        start = 0
+        if self.items == -1:
+            for match in self.key_re.finditer(data):  # type: ignore[union-attr]
+                at = match.start()
+                k = int(np.searchsorted(where, at))
+                level = int(depth[k - 1]) if k else self.depth
+                if level != 1 or (int(np.searchsorted(quotes, at)) + self.in_string) % 2:
+                    continue  # not a key of the top-level object
+                start = int(np.searchsorted(where, match.end() - 1)) + 1  # just past the array's bracket
+                self.items = 0
+                break
+            if self.items == -1:
+                return
+        # items open at depth 3 (top object 1, the array 2); the array closes when depth falls back to 1
+        inner_depth = depth[start:]
+        closed = np.flatnonzero(inner_depth < 2)
+        stop = int(closed[0]) if closed.size else inner_depth.size
+        opened = (braces[start:start + stop]) & (inner_depth[:stop] == 3)
+        self.items += int(np.count_nonzero(opened))
+        if closed.size:
+            self.items = -2 if self.items <= self.limit else self.items
+        if self.items > self.limit:
+            raise over_limit(self.limit_name, self.items, f"the number of {self.key} (counted as the file is read)",
+                             self.name, self.key)
+
+
+def _escaped(a: np.ndarray, quotes: np.ndarray) -> np.ndarray:
+    """Which of ``quotes`` (positions in ``a``) an odd run of backslashes precedes."""
+    slashes = np.flatnonzero(a == _BACKSLASH)
+    k = np.searchsorted(slashes, quotes)  # backslashes before each quote
+    has = (k > 0) & (slashes[np.maximum(k - 1, 0)] == quotes - 1)
+    # a run's first backslash: where the gap to the previous one is not 1
+    first = np.ones(slashes.size, dtype=bool)
+    first[1:] = np.diff(slashes) != 1
+    run_start = slashes[np.maximum.accumulate(np.where(first, np.arange(slashes.size), 0))] if slashes.size else slashes
+    out = np.zeros(quotes.size, dtype=bool)
+    idx = np.flatnonzero(has)
+    out[idx] = (quotes[idx] - run_start[k[idx] - 1]) % 2 == 1
+    return out
 
 
 _NESTING_TOKENS = re.compile(r'[\[\]{}"\'#\n\\]')
@@ -300,11 +445,13 @@ def check_values(doc: Any, file: str | None) -> None:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
     return out
 
 
@@ -330,16 +477,37 @@ def _parse_constant(token: str) -> float:
     return float(token.replace("Infinity", "inf"))
 
 
-def _parse_json(text: str, name: str) -> Any:
+def _parse_json(text: str, name: str) -> tuple[Any, bool]:
+    """The document, and whether it holds a value :func:`check_values` must name (a non-finite
+    number or an over-long integer literal: each is seen here, as the parser makes it)."""
+    seen: list[bool] = []
+
+    def number(token: str) -> Any:
+        value = _parse_int(token)
+        if isinstance(value, _TooLong):
+            seen.append(True)
+        return value
+
+    def real(token: str) -> float:
+        value = float(token)
+        if not math.isfinite(value):  # 1e999
+            seen.append(True)
+        return value
+
+    def constant(token: str) -> float:
+        seen.append(True)
+        return _parse_constant(token)
+
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_parse_constant, parse_int=_parse_int)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=constant, parse_int=number, parse_float=real)
     except json.JSONDecodeError as exc:
         hint = " (file truncated?)" if exc.pos >= len(text.rstrip()) else ""
         raise InstanceError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}", name) from None
     except ValueError as exc:
         raise InstanceError(f"invalid JSON: {exc}", name) from None
-    except RecursionError:  # _check_nesting makes this unreachable; kept as a last guard
+    except RecursionError:  # the depth scan makes this unreachable; kept as a last guard
         raise InstanceError("nested too deeply", name) from None
+    return doc, bool(seen)
 
 
 def _parse_toml(text: str, name: str) -> Any:
