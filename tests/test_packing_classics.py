@@ -146,3 +146,20 @@ def test_exact_is_optimal_where_l2_is_the_optimum():
         assert family_bound(case) == l2
         if case.name == "uniform":
             assert "Martello-Toth" in res.report.certified_by[0]
+
+
+def test_same_seed_same_decision(catalog):
+    """Work limits, not the clock, end ``lns`` and the array route of ``exact`` here: two runs give one decision."""
+    import json
+
+    from mlsched_opt.problems import GenerateSpec
+    from mlsched_opt.problems.packing.exact import solve_exact_arrays
+
+    inst = from_document(FAMILY.generate(GenerateSpec(jobs=24, servers=48, seed=3), catalog), catalog=catalog)
+    options = FAMILY.parse_options({"objective": "servers", "windows": 6, "rounds": 4})
+    runs = SolveOptions(time_limit=60, gap=0.0, threads=1, seed=2)
+    twice = [json.dumps(FAMILY.method("lns").run(inst, options, runs).decision, sort_keys=True) for _ in range(2)]
+    assert twice[0] == twice[1]
+    exact = [solve_exact_arrays(inst, options, runs) for _ in range(2)]
+    assert exact[0][0].status == exact[1][0].status and "time limit" not in exact[0][0].message, exact[0][0].message
+    assert json.dumps(exact[0][1], sort_keys=True) == json.dumps(exact[1][1], sort_keys=True)

@@ -181,7 +181,7 @@ def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
             offer(_report("feasible", value, bound, sense, solve_options, 0.0, time.perf_counter() - start, how), decision)
 
     began = time.perf_counter()
-    cg = column_generation(cfg, objective, began + CG_SHARE * max(deadline - began, 0.0),
+    cg = column_generation(cfg, objective, began + CG_SHARE * max(deadline - began, 0.0), int(options.get("rounds", 400)),
                            start=decision_columns(cfg, decision or {}), target=value, center=lp.pi,
                            threads=solve_options.threads)
     bound = _tighter(sense, bound, cg.bound)
@@ -202,7 +202,7 @@ def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
             better(inc.decision(), inc.value(), "large-neighbourhood search, still running")
 
         out = lns.search(cfg, objective, decision, lns_end, seed=solve_options.seed, target=bound, on_better=improved,
-                         threads=solve_options.threads)
+                         windows=int(options.get("windows", 1000)), threads=solve_options.threads)
         notes.append(f"LNS: {out.windows} windows, {out.improved} improved, stopped: {out.stopped}, "
                      f"{time.perf_counter() - began:.1f} s")
     if met():
@@ -304,10 +304,11 @@ def bound_certificate(instance: Instance, options: Mapping[str, Any], solve_opti
                      f"{name}, the search's start, with the Martello-Toth bound", solver="highs (arrays)")
     offer(report, decision)   # the bound too: a run cut short later keeps it
     gap = relative_gap(value, float(l2))
-    if gap is not None and gap > solve_options.gap and SHORTCUT_SHARE * solve_options.time_limit > 0.05:
+    small = view.pairs() < ARRAY_MIN_PAIRS   # the array route runs these phases itself, in its own shares
+    if small and gap is not None and gap > solve_options.gap and SHORTCUT_SHARE * solve_options.time_limit > 0.05:
         # price and branch, in a share of the time and its own work limits: on exactly filled bins
         # (Falkenauer's triplets) greedy misses the bound that the configuration LP's columns meet
-        cg = column_generation(cfg, "servers", start + SHORTCUT_SHARE * solve_options.time_limit,
+        cg = column_generation(cfg, "servers", start + SHORTCUT_SHARE * solve_options.time_limit, int(options.get("rounds", 400)),
                                start=decision_columns(cfg, decision), target=value, threads=solve_options.threads)
         found = integer_master(cfg, "servers", cg, SHORTCUT_SHARE / 2 * solve_options.time_limit, seed=solve_options.seed,
                                threads=solve_options.threads) if cg.columns else None
