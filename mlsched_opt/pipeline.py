@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Mapping
@@ -87,6 +88,10 @@ class Tracker:
         self.options: Mapping[str, Any] = {}
         self.solution: Solution | None = None
         self.incumbent: tuple[SolveReport, dict[str, Any]] | None = None
+        #: the best bound any offered report proved: a later, better incumbent offered without one
+        #: (a phase that found an answer but proves nothing) must not lose it
+        self.bound: float | None = None
+        self.started = time.perf_counter()
         self._checked: dict[int, CheckResult] = {}
         self._checking = threading.Event()
         self._check_done = threading.Event()
@@ -94,6 +99,9 @@ class Tracker:
 
     def offer(self, report: SolveReport, decision: dict[str, Any] | None) -> None:
         """An answer found so far (kept when it is at least as good as the one held)."""
+        if report.bound is not None and math.isfinite(report.bound) and (
+                self.bound is None or (report.bound < self.bound if report.sense == "max" else report.bound > self.bound)):
+            self.bound = report.bound
         if decision is None or report.objective is None:
             return
         held = self.incumbent
@@ -114,7 +122,15 @@ class Tracker:
             return None
         report, decision = self.incumbent
         said = f"the method's best answer so far ({report.solver})"
-        report = dataclasses.replace(report, status="feasible", message="; ".join(filter(None, [report.message, said, note])))
+        # the run's own wall, not the phase's that offered the answer
+        solve_s = max(time.perf_counter() - self.started - report.build_s - report.translate_s, report.solve_s)
+        bound = self.bound
+        slack = 1e-6 * max(1.0, abs(report.objective or 0.0))
+        if bound is not None and report.objective is not None and (
+                bound > report.objective + slack if report.sense == "min" else bound < report.objective - slack):
+            bound = None   # beaten by a checked-to-be answer: no bound (the pipeline's rule)
+        report = dataclasses.replace(report, status="feasible", bound=bound, solve_s=solve_s,
+                                     message="; ".join(filter(None, [report.message, said, note])))
         return Solution.for_instance(self.instance, self.family.name, self.method, report, decision, self.options)
 
     def check(self, sol: Solution) -> CheckResult | None:

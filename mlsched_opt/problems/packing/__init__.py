@@ -19,6 +19,8 @@ L = lazy(__name__)
 MAX_PARTS = 1024
 #: Largest ``windows`` a user may ask for (each window is one HiGHS run)
 MAX_WINDOWS = 1_000_000
+#: Largest ``rounds`` a user may ask for (each round prices every server shape once)
+MAX_ROUNDS = 100_000
 
 
 def contract():
@@ -64,7 +66,9 @@ FAMILY = Family(
              Option("parts", 0, None, "pop: number of parts (0 = automatic from the instance's size)",
                     minimum=0, maximum=MAX_PARTS),
              Option("windows", 1000, None, "lns: most windows re-packed (a work limit; it also stops after 60 in a row without gain)",
-                    minimum=1, maximum=MAX_WINDOWS)),
+                    minimum=1, maximum=MAX_WINDOWS),
+             Option("rounds", 400, None, "exact: most rounds of column generation on the configuration LP (a work limit; "
+                    "exact's LNS takes windows as lns does)", minimum=1, maximum=MAX_ROUNDS)),
     trace=TraceImport(("alibaba",), L("trace:from_trace")),
     contract=contract,
 )

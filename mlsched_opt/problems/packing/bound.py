@@ -275,7 +275,9 @@ class ConfigLP:
         """What column generation did, for a report's message."""
         state = "converged" if self.converged else f"stopped: {self.stopped or 'work limit'}"
         bound = "none" if self.bound is None else f"{self.bound:.6g}"
-        return f"{self.rounds} rounds, {len(self.columns)} columns, bound {bound}, {state}"
+        # a stop short of convergence says how far: the master's value is the LP's other side
+        far = "" if self.converged or self.value is None else f", master LP {self.value:.6g}"
+        return f"{self.rounds} rounds, {len(self.columns)} columns, bound {bound}{far}, {state}"
 
     def matrix(self) -> np.ndarray:
         return np.array(self.columns, dtype=np.int64).reshape(len(self.columns), -1)
@@ -443,11 +445,14 @@ def column_generation(cfg: Configs, objective: str, deadline: float, max_rounds:
     if cfg.types == 0:
         out.bound, out.value, out.converged = 0.0, 0.0, True
         return out
+    servers = objective == "servers"
+    # the combinatorial bound is proven before any round: column generation stops as soon as the
+    # master's rounded value (or the incumbent) meets it, and never reports less
+    floor = float(combinatorial_bound(cfg)[0]) if servers else None
     master = Master(cfg, objective, threads)
     for k, a in start:
         master.add(k, a)
     pricers = [Pricer(cfg, k, threads) for k in range(cfg.shapes)]
-    servers = objective == "servers"
     integral = cfg.integral(objective)
     best: float | None = None
     if center is not None:
@@ -478,21 +483,22 @@ def column_generation(cfg: Configs, objective: str, deadline: float, max_rounds:
             added = len(found)
             if added:
                 break
-        out.bound = best
+        proven = _with_floor(best, floor)
+        out.bound = proven
         if past(deadline):
             out.stopped = "time limit"
             break
         if added == 0:
             out.converged = True
             break
-        if integral and best is not None and _rounded(best, servers) == _rounded(value, servers):
+        if integral and proven is not None and _rounded(proven, servers) == _rounded(value, servers):
             out.stopped = "rounded bound meets the master's rounded value"
             break
-        if target is not None and best is not None and (
-                _rounded(best, servers) >= target if servers else _rounded(best, servers) <= target):
+        if target is not None and proven is not None and (
+                _rounded(proven, servers) >= target if servers else _rounded(proven, servers) <= target):
             out.stopped = "the bound meets the incumbent"
             break
-    out.bound = best
+    out.bound = _with_floor(best, floor)
     out.shape, out.columns = master.shape, master.columns
     if out.bound is not None and integral:
         out.bound = _rounded(out.bound, servers)
@@ -517,6 +523,10 @@ def _price_all(pricers: list[Pricer], at: np.ndarray, deadline: float, master: M
         if reduced < -ENTER_TOL and master.add(k, a):
             found.append(k)
     return uppers
+
+
+def _with_floor(best: float | None, floor: float | None) -> float | None:
+    return best if floor is None else max(floor, best if best is not None else floor)
 
 
 def _lagrangian(pi: np.ndarray, uppers: np.ndarray, cfg: Configs, servers: bool) -> float:
@@ -554,9 +564,67 @@ def relaxation(instance: Instance, options: Mapping[str, Any], solve_options: So
         return report("time-limit-no-solution", None, "no time was left to solve the LP relaxation")
     bound = _rounded(lp.value, objective == "servers") if cfg.integral(objective) else lp.value
     note = f"LP relaxation {lp.value:.6g}"
+    if objective == "servers":
+        l2, resource = combinatorial_bound(cfg)
+        if l2 > bound:
+            bound = float(l2)
+        note += f"; Martello-Toth L2 {l2} ({resource or 'no task'})"
     if not past(deadline):
         cg = column_generation(cfg, objective, deadline, RELAXATION_ROUNDS, center=lp.pi, threads=solve_options.threads)
         if cg.bound is not None:
             bound = max(bound, cg.bound) if objective == "servers" else min(bound, cg.bound)
         note += f"; configuration LP: {cg.summary()}"
     return report("optimal", bound, note)
+
+
+def martello_toth(sizes: np.ndarray, counts: np.ndarray, capacity: float) -> int:
+    """Martello and Toth's lower bound L2 on the bins of ``capacity`` that items of ``sizes`` (``counts``
+    of each) need ("Lower bounds and reduction procedures for the bin packing problem", Discrete Applied
+    Mathematics 28, 1990), at least L1 = ``ceil(sum / capacity)``: for every ``K <= capacity / 2``, the
+    items above ``capacity - K`` each take a bin alone, the items above half take a bin each (the two
+    sets' bins are distinct), and the items of ``[K, capacity / 2]`` fill the room the half-full bins
+    leave, then whole bins.  O(n log n): one sort, the threshold ``K`` over the distinct sizes by
+    cumulative sums."""
+    keep = (sizes > 0) & (counts > 0)
+    if not keep.any():
+        return 0
+    if capacity <= 0:
+        raise ValueError("an item of positive size on a bin of no capacity")
+    order = np.argsort(sizes[keep], kind="stable")
+    s, c = sizes[keep][order], counts[keep][order].astype(float)
+    n_le = np.concatenate([[0.0], np.cumsum(c)])          # items of index < i, in ascending order
+    w_le = np.concatenate([[0.0], np.cumsum(c * s)])
+    half = capacity / 2
+    ks = np.concatenate([[0.0], np.unique(s[s <= half])])
+    big = np.searchsorted(s, half, side="right")         # items above half: index >= big
+    above = np.searchsorted(s, capacity - ks, side="right")   # items above capacity - K
+    small = np.searchsorted(s, ks, side="left")          # items of size >= K: index >= small
+    n1 = n_le[-1] - n_le[above]
+    n2 = n_le[above] - n_le[big]
+    w2 = w_le[above] - w_le[big]
+    w3 = w_le[big] - w_le[small]
+    spill = (w3 - (n2 * capacity - w2)) / capacity
+    # a hair of slack so that a float sum at an exact multiple of the capacity rounds down, as it should
+    more = np.maximum(0.0, np.ceil(spill - 1e-9))
+    return int((n1 + n2 + more).max())
+
+
+def combinatorial_bound(cfg: Configs) -> tuple[int, str]:
+    """A lower bound on the servers any accepted decision uses, from the tasks' sizes alone: per
+    resource, :func:`martello_toth` on the largest capacity any shape has (every server made as large
+    as the largest is a relaxation: fewer servers can only do), the eligibility and the classes'
+    sizes forgotten; the largest over resources, and the resource that gives it.  Valid for every
+    task placed on its own (tasks of one job may share or split servers as they like here: the
+    checker's rules only forbid more)."""
+    if cfg.types == 0 or cfg.shapes == 0:
+        return 0, ""
+    best, where = 0, ""
+    for r, name in enumerate(cfg.view.resources):
+        cap = float(cfg.capacity[:, r].max())
+        d = cfg.demand[:, r]
+        if cap <= 0 and (d > 0).any():
+            continue  # no server holds the resource: the tasks are not placeable, which the LP says
+        value = martello_toth(d, cfg.count, cap)
+        if value > best:
+            best, where = value, name
+    return best, where

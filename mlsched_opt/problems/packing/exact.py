@@ -28,7 +28,7 @@ from ...solvers.certify import certify
 from ...solvers.highs_lp import highspy_version
 from ..base import MethodResult
 from . import arrays, lns
-from .bound import column_generation, configs, decision_columns, lp_prices
+from .bound import column_generation, combinatorial_bound, configs, decision_columns, lp_prices
 from .decision import decision_from_x, objective_value, x_from_decision
 from .master import integer_master
 from .methods import best_greedy
@@ -59,6 +59,10 @@ MASTER_SHARE = 0.3
 #: Share of the time then left that LNS may take when the MILP is to run after it (it stops earlier
 #: when it stalls; without the MILP it takes the rest)
 LNS_SHARE = 0.6
+#: Share of the time limit that column generation (and half of it the integer master) may take in the
+#: search for an answer that meets the combinatorial bound, before the exact model (each stops
+#: earlier at its work limit)
+SHORTCUT_SHARE = 0.4
 
 
 def _report(status: str, objective: float | None, bound: float | None, sense: str, solve_options: SolveOptions,
@@ -147,17 +151,25 @@ def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
     lp = lp_prices(cfg, objective, deadline - time.perf_counter(), solve_options.threads)
     lp_s = time.perf_counter() - start - greedy_s
     bound = None if lp.value is None else _integral_bound(view, objective, lp.value)
+    if objective == "servers" and lp.status != "infeasible":
+        l2, resource = combinatorial_bound(cfg)
+        bound = _tighter(sense, bound, float(l2))
     if lp.status == "infeasible":
         return _report("infeasible", None, None, sense, solve_options, 0.0, greedy_s + lp_s,
                        f"the LP relaxation is infeasible (LP {lp_s:.3f} s)"), None
     notes = [f"start: {first_name or 'none'} {value if value is not None else '-'} ({greedy_s:.3f} s); LP {lp_s:.3f} s"]
+    if objective == "servers":
+        notes.append(f"Martello-Toth L2 {l2} ({resource or 'no task'})")
 
     def met() -> bool:
         return value is not None and bound is not None and relative_gap(value, bound) == 0.0
 
     if met():
         return _report("optimal", value, bound, sense, solve_options, 0.0, greedy_s + lp_s,
-                       f"the {first_name} start meets the LP bound, so nothing else was run; " + notes[0]), decision
+                       f"the {first_name} start meets the proven bound, so nothing else was run; " + "; ".join(notes)), decision
+    if decision is not None:
+        offer(_report("feasible", value, bound, sense, solve_options, 0.0, time.perf_counter() - start,
+                      f"{first_name}, the search's start, with the LP's bound"), decision)
     pairs = view.pairs()
     setup_s = MILP_SETUP_S_PER_PAIR * pairs
     full = pairs <= FULL_MILP_PAIRS
@@ -169,7 +181,7 @@ def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
             offer(_report("feasible", value, bound, sense, solve_options, 0.0, time.perf_counter() - start, how), decision)
 
     began = time.perf_counter()
-    cg = column_generation(cfg, objective, began + CG_SHARE * max(deadline - began, 0.0),
+    cg = column_generation(cfg, objective, began + CG_SHARE * max(deadline - began, 0.0), int(options.get("rounds", 400)),
                            start=decision_columns(cfg, decision or {}), target=value, center=lp.pi,
                            threads=solve_options.threads)
     bound = _tighter(sense, bound, cg.bound)
@@ -190,7 +202,7 @@ def solve_exact_arrays(instance: Instance, options: Mapping[str, Any],
             better(inc.decision(), inc.value(), "large-neighbourhood search, still running")
 
         out = lns.search(cfg, objective, decision, lns_end, seed=solve_options.seed, target=bound, on_better=improved,
-                         threads=solve_options.threads)
+                         windows=int(options.get("windows", 1000)), threads=solve_options.threads)
         notes.append(f"LNS: {out.windows} windows, {out.improved} improved, stopped: {out.stopped}, "
                      f"{time.perf_counter() - began:.1f} s")
     if met():
@@ -233,10 +245,13 @@ def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: 
     (or infeasibility) of the array route is certified by a second solver on the Pyomo model."""
     from . import FAMILY  # late: the family is built from this module's functions
 
-    if solve_options.solver != "highs" or packing_view(instance).pairs() < ARRAY_MIN_PAIRS:
-        return FAMILY._run_exact(instance, options, solve_options)
     start = time.perf_counter()
     deadline = start + solve_options.time_limit
+    shortcut = bound_certificate(instance, options, solve_options)
+    if shortcut is not None:
+        return shortcut
+    if solve_options.solver != "highs" or packing_view(instance).pairs() < ARRAY_MIN_PAIRS:
+        return FAMILY._run_exact(instance, options, solve_options)
     report, decision = solve_exact_arrays(instance, options, solve_options)
     if report.status == "infeasible" and FAMILY.diagnose is not None:
         reason = FAMILY.diagnose(instance, options)
@@ -258,6 +273,59 @@ def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: 
                                extract=lambda m: FAMILY.decision_from_model(instance, options, m),
                                evaluate=lambda d: FAMILY._evaluate(instance, options, d))
     report = dataclasses.replace(report, solve_s=report.solve_s + (time.perf_counter() - certified_at))
+    return MethodResult(report, decision)
+
+
+def bound_certificate(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult | None:
+    """``servers``: the best greedy answer, certified optimal by the combinatorial bound it meets, or ``None``.
+
+    Certification's rule is a proof at the gap, our own recomputed gap and an independent
+    confirmation (:mod:`~mlsched_opt.solvers.certify`).  Here the proof is the answer meeting
+    :func:`.bound.combinatorial_bound` (Martello and Toth's L2, computed by our numpy code from the
+    tasks' sizes, no solver involved), the answer's value is the checker's, not the method's, and
+    the gap is recomputed from the two: a solver's claim needs a referee because the solver may be
+    wrong; a checked answer that meets a bound computed without one has nobody left to confirm.
+    The referee's re-solve is then not run (it cost 10 s where FFD met the bound in 0.3 s)."""
+    from . import FAMILY  # late: the family is built from this module's functions
+
+    if options["objective"] != "servers":
+        return None
+    start = time.perf_counter()
+    view = packing_view(instance)
+    cfg = configs(view)
+    decision, name = best_greedy(view, "servers")
+    if decision is None:
+        return None
+    l2, resource = combinatorial_bound(cfg)
+    value, _ = FAMILY._evaluate(instance, options, decision)
+    if value is None:
+        return None
+    report = _report("feasible", value, float(l2), "min", solve_options, 0.0, time.perf_counter() - start,
+                     f"{name}, the search's start, with the Martello-Toth bound", solver="highs (arrays)")
+    offer(report, decision)   # the bound too: a run cut short later keeps it
+    gap = relative_gap(value, float(l2))
+    small = view.pairs() < ARRAY_MIN_PAIRS   # the array route runs these phases itself, in its own shares
+    if small and gap is not None and gap > solve_options.gap and SHORTCUT_SHARE * solve_options.time_limit > 0.05:
+        # price and branch, in a share of the time and its own work limits: on exactly filled bins
+        # (Falkenauer's triplets) greedy misses the bound that the configuration LP's columns meet
+        cg = column_generation(cfg, "servers", start + SHORTCUT_SHARE * solve_options.time_limit, int(options.get("rounds", 400)),
+                               start=decision_columns(cfg, decision), target=value, threads=solve_options.threads)
+        found = integer_master(cfg, "servers", cg, SHORTCUT_SHARE / 2 * solve_options.time_limit, seed=solve_options.seed,
+                               threads=solve_options.threads) if cg.columns else None
+        checked = None if found is None else FAMILY._evaluate(instance, options, found)[0]
+        if checked is not None and checked < value:
+            decision, value, name = found, checked, "price-and-branch"
+            report = dataclasses.replace(report, objective=value, solve_s=time.perf_counter() - start,
+                                         message="price and branch on the configuration LP's columns")
+            offer(report, decision)
+            gap = relative_gap(value, float(l2))
+    if gap is None or gap > solve_options.gap:
+        return None
+    label = f"the Martello-Toth bound L2 = {l2} on {resource} (recomputed), met by the checked {name} answer"
+    report = dataclasses.replace(report, status="optimal", solve_s=time.perf_counter() - start,
+                                 certified_by=(label,) if solve_options.certify else (),
+                                 message=f"the {name} answer meets the Martello-Toth bound L2 on {resource}, so nothing "
+                                         f"else was run: the bound is the certificate")
     return MethodResult(report, decision)
 
 

@@ -34,7 +34,7 @@ from ...io.instance import Instance
 from ...report import SolveOptions
 from ..base import MethodResult, heuristic_report
 from . import aggregate, arrays
-from .bound import Configs, configs, server_shapes
+from .bound import Configs, combinatorial_bound, configs, server_shapes
 from .decision import objective_value
 from .methods import best_greedy
 from .view import checker_limits, packing_view
@@ -253,9 +253,16 @@ def lns_method(instance: Instance, options: Mapping[str, Any], solve_options: So
     decision, name = best_greedy(view, objective)
     value = None if decision is None else objective_value(view, decision, objective)
     note = f"start: {name} {value}" if decision is not None else "no greedy variant placed every job (not a proof of infeasibility)"
+    proven = None
     if decision is not None:
-        out = search(configs(view), objective, decision, deadline, seed=solve_options.seed, windows=int(options["windows"]),
-                     threads=solve_options.threads)
+        cfg = configs(view)
+        if objective == "servers":
+            # the cheap bound first: no window is re-packed once the answer meets it
+            l2, resource = combinatorial_bound(cfg)
+            proven = float(l2)
+            note += f"; Martello-Toth L2 {l2} ({resource or 'no task'})"
+        out = search(cfg, objective, decision, deadline, seed=solve_options.seed, windows=int(options["windows"]),
+                     target=proven, threads=solve_options.threads)
         decision, value = out.incumbent.decision(), out.incumbent.value()
         note += f"; {out.windows} windows, {out.improved} improved; stopped: {out.stopped}"
         if out.stopped == "time limit":
