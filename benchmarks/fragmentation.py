@@ -52,7 +52,7 @@ def _data() -> Path:
 
 
 def read_nodes(folder: Path, scale: float, seed: int) -> list[dict]:
-    rows = list(csv.DictReader(open(folder / "openb_node_list_all_node.csv", encoding="utf-8")))
+    rows = list(csv.DictReader((folder / "openb_node_list_all_node.csv").read_text(encoding="utf-8").splitlines()))
     if scale < 1:
         rng = np.random.default_rng(seed)
         keep = np.sort(rng.choice(len(rows), size=max(1, round(scale * len(rows))), replace=False))
@@ -69,7 +69,7 @@ def read_nodes(folder: Path, scale: float, seed: int) -> list[dict]:
 
 def read_pods(folder: Path, variant: str) -> list[dict]:
     out = []
-    for r in csv.DictReader(open(folder / f"openb_pod_list_{variant}.csv", encoding="utf-8")):
+    for r in csv.DictReader((folder / f"openb_pod_list_{variant}.csv").read_text(encoding="utf-8").splitlines()):
         gpu = int(r["num_gpu"]) * int(r["gpu_milli"]) / 1000
         demand = {"gpu": round(gpu, 3), "cpu": int(r["cpu_milli"]) / 1000, "memory_gb": int(r["memory_mib"]) / 1024}
         pod = {"name": r["name"], "demand": demand, "models": tuple(sorted(r["gpu_spec"].split("|"))) if r.get("gpu_spec") else None}
@@ -242,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / "source.json").write_text(json.dumps({
         "command": "python benchmarks/fragmentation.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "commit": commit, "date": date.today().isoformat(), "machine": f"{platform.machine()}, 2 shared cores",
-        "transcribed": f"{len(servers)} of 1,523 openb nodes sampled (seed {args.seed}, {total} GPUs); {time.perf_counter() - started:.0f} s in all."},
+        "transcribed": f"{len(servers)} of 1,523 openb nodes sampled (seed {args.seed}, {total} GPUs); "
+                       f"{time.perf_counter() - started:.0f} s in all."},
         indent=2) + "\n", encoding="utf-8")
     return 0
 
@@ -255,7 +256,7 @@ def plot(out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = list(csv.DictReader(open(out / "curves.csv", encoding="utf-8")))
+    rows = list(csv.DictReader((out / "curves.csv").read_text(encoding="utf-8").splitlines()))
     variants = sorted({r["variant"] for r in rows}, key=lambda v: VARIANTS.index(v) if v in VARIANTS else 99)
     fig, axes = plt.subplots(1, len(variants), figsize=(4.4 * len(variants), 3.6), squeeze=False)
     for ax, variant in zip(axes[0], variants):

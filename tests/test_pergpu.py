@@ -115,7 +115,7 @@ def test_whole_gpus_are_not_shared_and_bad_demands_are_refused():
     shared = {"admitted": ["j0", "j1"], "placement": {"j0": {"workers": {"n0": 1}}, "j1": {"workers": {"n0": 1}}},
               "gpus": {"j0": {"workers": {"n0": [0]}}, "j1": {"workers": {"n0": [0]}}}}
     assert [v.rule for v in check(inst, shared).violations] == ["gpu-capacity"]
-    with pytest.raises(InstanceError, match="demand.worker.gpu"):
+    with pytest.raises(InstanceError, match=r"demand\.worker\.gpu"):
         FAMILY.run(from_document(doc([(2, 8)], [(1.5, 1)])), "fgd", SolveOptions(), {"gpus": "per-gpu"})
     with pytest.raises(OptionError, match="gpus"):
         FAMILY.run(inst, "lns", SolveOptions(), {"gpus": "per-gpu"})

@@ -246,7 +246,8 @@ def _dot_product(st: _Setting, state: _State, c: _Candidates, need: float, ctx: 
     cap = st.cap_other[c.s]
     before = state.res[c.s]
     dem = before - c.res
-    dot = (np.divide(dem, cap, out=np.zeros_like(dem), where=cap > 0) * np.divide(before, cap, out=np.zeros_like(dem), where=cap > 0)).sum(axis=1)
+    share = np.divide(dem, cap, out=np.zeros_like(dem), where=cap > 0)
+    dot = (share * np.divide(before, cap, out=np.zeros_like(dem), where=cap > 0)).sum(axis=1)
     gcap = st.slots[c.s] * st.slot_cap[c.s]
     gfree = np.where(state.free[c.s] >= -0.5, np.maximum(state.free[c.s], 0), 0).sum(axis=1)
     gdem = gfree - np.where(c.free >= -0.5, np.maximum(c.free, 0), 0).sum(axis=1)
