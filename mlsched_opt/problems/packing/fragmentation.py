@@ -232,7 +232,11 @@ def _fgd(st: _Setting, state: _State, c: _Candidates, need: float, ctx: dict[str
     # identical after-states (idle nodes of one shape, GPUs of equal free share) are scored once;
     # a node's GPUs are interchangeable, so its free shares are compared sorted
     sig = np.concatenate([mid[:, None].astype(float), np.round(c.res, 9), -np.sort(-np.round(c.free, 9), axis=1)], axis=1)
-    uniq, inverse = np.unique(sig, axis=0, return_inverse=True)
+    # rows are told apart by a fixed random projection (one 1-D unique, not a row-wise sort); two
+    # different states projecting alike would only share a score, never break a placement
+    key = sig @ ctx.setdefault("projection", np.random.default_rng(12345).random(sig.shape[1]) + 0.5)
+    _u, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    uniq = sig[first]
     after = fragmentation(w, uniq[:, 1:1 + c.res.shape[1]], uniq[:, 1 + c.res.shape[1]:], uniq[:, 0].astype(np.int64), st.per_gpu)
     before = ctx["frag"][c.s]
     return after[inverse.ravel()] - before
