@@ -138,3 +138,17 @@ def test_fgd_keeps_a_gpu_whole_for_the_workload():
     inst = from_document(doc([(2, 8), (2, 8)], [(0.5, 1), (0.5, 1), (1, 1), (1, 1), (1, 1)]))
     got = FAMILY.run(inst, "fgd", SolveOptions(), {"gpus": "per-gpu"})
     assert got.report.objective == 5
+
+
+def test_alibaba_import_states_per_gpu_and_fgd_answers_it(run, tmp_path):
+    from tests.test_import import fake_data
+
+    out = tmp_path / "p.json"
+    code, _text, err = run("import", "alibaba", "--problem", "packing", "--data", fake_data(tmp_path), "--set", "gpus=per-gpu", "-o", out)
+    assert code == 0, err
+    from mlsched_opt.io import load_instance
+
+    inst = load_instance(out)
+    assert inst.options == {"gpus": "per-gpu"} and "GPU by GPU (option gpus = per-gpu)" in inst.document["source"]
+    code, text, _ = run("solve", out, "--method", "fgd")
+    assert code == 0 and "check: ok" in text, text
