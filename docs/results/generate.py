@@ -13,7 +13,8 @@ The Sphinx extension (``docs/_ext/mlsched_docs.py``, directive ``{mlsched-result
 ``hard``, ``hard:FAMILY`` (the capacity-binding ladder of ``benchmarks/scale_hard.py``),
 ``both-ladders`` (the README's: each family at both ladders' largest point), ``import-traces``,
 ``import-traces:FAMILY``, ``bench-suites``, ``bench-suites:FAMILY``, ``bench:FOLDER`` (a stored
-``mlsched bench`` output folder's summary), ``harmony-worlds``, ``harmony-gym``, ``harmony-curve``.
+``mlsched bench`` output folder's summary), ``harmony-worlds``, ``harmony-gym``, ``harmony-curve``,
+``fragmentation`` (``benchmarks/fragmentation.py``: the ATC 2023 experiment, GPU by GPU).
 """
 
 from __future__ import annotations
@@ -291,9 +292,32 @@ def render_harmony_curve(page: Path | None) -> str:
     return "\n".join([figure(folder / "harmony_curve.png", page, "harmony learning curves"), "", provenance(folder)])
 
 
+def render_fragmentation(page: Path | None) -> str:
+    """The fragmentation experiment: per pod list and order, each method's GPUs at saturation, the
+    LP bound, and how many fewer GPUs FGD leaves unallocated than the method (the paper's headline
+    measure: up to 49 % fewer)."""
+    folder = DATA / "fragmentation"
+    rows = read_csv(folder / "summary.csv")
+    fgd = {(r["variant"], r["order"]): float(r["unallocated_gpus"]) for r in rows if r["method"] == "fgd"}
+    body = []
+    for r in rows:
+        unalloc = float(r["unallocated_gpus"])
+        cut = 1 - fgd[(r["variant"], r["order"])] / unalloc if r["method"] != "fgd" and unalloc > 0 else None
+        body.append([r["variant"], r["order"], r["method"], f"{float(r['allocated_gpus']):,.1f}", f"{unalloc:,.1f}",
+                     f"{float(r['bound_gpus']):,.1f}", f"{float(r['from_bound_gpus']):,.1f}",
+                     f"{100 * float(r['allocated_gpus']) / float(r['cluster_gpus']):.1f} %",
+                     "" if cut is None else f"{100 * cut:.0f} %"])
+    return "\n".join([
+        figure(folder / "fragmentation.png", page, "GPU allocation against arrived GPU demand, per method, with the LP bound"), "",
+        table(["pods", "order", "method", "GPUs allocated", "unallocated at saturation", "bound (LP)", "from the bound",
+               "allocation ratio", "FGD's cut of unallocated GPUs"], body, "---|---|---|---:|---:|---:|---:|---:|---:"),
+        "", provenance(folder)])
+
+
 # -- entry points -------------------------------------------------------------------------------
 
-NAMES = ["scale", "hard", "both-ladders", "import-traces", "bench-suites", "harmony-worlds", "harmony-gym", "harmony-curve"]
+NAMES = ["scale", "hard", "both-ladders", "import-traces", "bench-suites", "harmony-worlds", "harmony-gym", "harmony-curve",
+         "fragmentation"]
 
 
 def inputs(name: str) -> list[Path]:
@@ -302,7 +326,8 @@ def inputs(name: str) -> list[Path]:
     if kind == "both-ladders":
         return inputs("scale") + inputs("hard")
     folder = {"scale": DATA / "scale", "hard": DATA / "hard", "import-traces": DATA / "import_traces", "bench-suites": DATA / "bench",
-              "bench": DATA / "bench" / arg, "harmony-gym": DATA / "harmony_gym", "harmony-curve": DATA / "harmony_curve"}.get(kind)
+              "bench": DATA / "bench" / arg, "harmony-gym": DATA / "harmony_gym", "harmony-curve": DATA / "harmony_curve",
+              "fragmentation": DATA / "fragmentation"}.get(kind)
     if kind == "harmony-worlds":
         return sorted(p for f in (DATA / "bench").glob("harmony_drl-*") for p in f.iterdir())
     return sorted(p for p in folder.iterdir() if p.is_file()) if folder is not None and folder.is_dir() else []
@@ -331,6 +356,8 @@ def render(name: str, page: Path | None = None) -> str:
         return render_harmony_gym()
     if kind == "harmony-curve":
         return render_harmony_curve(page)
+    if kind == "fragmentation":
+        return render_fragmentation(page)
     raise KeyError(f"unknown result {name!r} (known: {', '.join(NAMES)}, and NAME:FAMILY / bench:FOLDER)")
 
 

@@ -12,7 +12,7 @@ places every job on as few servers as possible.
 from __future__ import annotations
 
 from ..base import Family, Method, MethodKind, Option, TraceImport, lazy
-from .options import OBJECTIVES
+from .options import GPU_MODES, OBJECTIVES
 
 L = lazy(__name__)
 #: Largest ``parts`` a user may ask for (each part is one HiGHS run).
@@ -58,17 +58,39 @@ FAMILY = Family(
         Method("pop", MethodKind.HEURISTIC, L("pop:pop"),
                "POP (SOSP 2021), our adaptation: random parts of jobs and servers, each solved exactly by HiGHS, combined",
                guarantee="none in general (POP's argument: near-optimal on granular instances); parts=1 is the exact ILP"),
+        # the fragmentation paper's online methods (Weng et al., USENIX ATC 2023): jobs arrive in instance order
+        Method("fgd", MethodKind.HEURISTIC, L("fragmentation:fgd"),
+               "FGD (ATC 2023): each arriving job to the node and GPU whose fragmentation of the target workload grows least",
+               guarantee="none proven"),
+        Method("best-fit", MethodKind.HEURISTIC, L("fragmentation:best_fit"),
+               "online best fit (ATC 2023's baseline): each arriving job to the node it leaves with least free resources",
+               guarantee="none proven"),
+        Method("dot-product", MethodKind.HEURISTIC, L("fragmentation:dot_product"),
+               "online dot product (Tetris, SIGCOMM 2014; ATC 2023's baseline): the node whose free resources align best with the job",
+               guarantee="none proven"),
+        Method("gpu-packing", MethodKind.HEURISTIC, L("fragmentation:gpu_packing"),
+               "online GPU packing (ATC 2023's baseline): shared GPUs first, then idle GPUs of busy nodes, then idle nodes",
+               guarantee="none proven"),
+        Method("gpu-clustering", MethodKind.HEURISTIC, L("fragmentation:gpu_clustering"),
+               "online GPU clustering (ATC 2023's baseline): jobs of one GPU demand packed together on the same nodes",
+               guarantee="none proven"),
+        Method("random-fit", MethodKind.HEURISTIC, L("fragmentation:random_fit"),
+               "online random fit (ATC 2023's baseline): each arriving job to a random node with room (seeded)",
+               guarantee="none proven"),
     ),
     relaxation=L("bound:relaxation"),
     diagnose=L("view:diagnose"),
     options=(Option("objective", "weight", OBJECTIVES, "weight: max admitted weight; servers: min servers used, all jobs placed",
                     problem=True),
+             Option("gpus", "pooled", GPU_MODES, "pooled: a node's GPUs are one total; per-gpu: each GPU holds at most 1, "
+                    "a share below 1 on one GPU, whole GPUs unshared (see problems/packing/pergpu.py)", problem=True),
              Option("parts", 0, None, "pop: number of parts (0 = automatic from the instance's size)",
                     minimum=0, maximum=MAX_PARTS),
              Option("windows", 1000, None, "lns: most windows re-packed (a work limit; it also stops after 60 in a row without gain)",
                     minimum=1, maximum=MAX_WINDOWS),
              Option("rounds", 400, None, "exact: most rounds of column generation on the configuration LP (a work limit; "
                     "exact's LNS takes windows as lns does)", minimum=1, maximum=MAX_ROUNDS)),
-    trace=TraceImport(("alibaba",), L("trace:from_trace")),
+    trace=TraceImport(("alibaba",), L("trace:from_trace"),
+                      (Option("gpus", "pooled", GPU_MODES, "the imported instance's gpus option (pooled or per-gpu)"),)),
     contract=contract,
 )

@@ -3,7 +3,9 @@
 Any JSON value is read without crashing: a value of the wrong type or size is a ``domain`` (or
 ``decision``) violation, never an exception.  A packing decision is ``admitted`` and a static
 ``placement`` of ``{workers, ps}`` per job; any other part (``start``, ``schedule``, ``extra``,
-another key of a job's entry) must be absent or empty (rule ``decision``).
+another key of a job's entry) must be absent or empty (rule ``decision``).  Under ``gpus =
+"per-gpu"`` the decision's part ``gpus`` names each task's GPUs and every GPU holds at most 1
+(:func:`.pergpu.check_gpus`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from ...checking.core import CheckResult, Usage, decision_part, job_ids, read_counts
 from ...checking.parts import unread_parts
 from ...io.instance import Instance
+from .pergpu import check_gpus, per_gpu
 
 
 def _placed_anything(tasks: Any) -> bool:
@@ -27,13 +30,16 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
     placement = decision_part(result, decision, "placement", "packing")
     if placement is None:
         return
-    unread_parts(result, decision, ("admitted", "placement"), "packing", reported=("schedule",))
+    gpu_by_gpu = per_gpu(options)
+    unread_parts(result, decision, ("admitted", "placement", "gpus") if gpu_by_gpu else ("admitted", "placement"), "packing",
+                 reported=("schedule",))
     admitted_set = set(job_ids(result, instance, decision.get("admitted"), "admitted"))
     for job_id in placement:
         if not isinstance(job_id, str) or instance.job(job_id) is None:
             result.add("unknown-job", f"placement.{job_id}", "no such job in the instance")
     usage = Usage(instance, instance.resource_names())
     used: set[str] = set()
+    placed: dict[str, dict[str, dict[str, int]]] = {}  # admitted jobs' counts, for the per-GPU rules
     for job in instance.jobs:
         tasks = placement.get(job.id)
         if job.id not in admitted_set:
@@ -58,7 +64,10 @@ def check(instance: Instance, decision: Mapping[str, Any], options: Mapping[str,
             if got != want:
                 result.add("task-count", f"{job.id}.{key}", f"placed {got}, the job needs exactly {want}")
             usage.add(job, task, counts)
+            placed.setdefault(job.id, {})[task] = counts
     usage.check(result)
+    if gpu_by_gpu:
+        check_gpus(result, instance, decision, placed)
     if options["objective"] == "servers":
         result.objective = float(len(used))
     else:

@@ -32,6 +32,7 @@ from .bound import column_generation, combinatorial_bound, configs, decision_col
 from .decision import decision_from_x, objective_value, x_from_decision
 from .master import integer_master
 from .methods import best_greedy
+from .pergpu import per_gpu
 from .view import PackingView, packing_view
 
 #: Pyomo builds the packing model in about this many wall seconds per (job, server) pair (measured:
@@ -245,6 +246,9 @@ def exact_method(instance: Instance, options: Mapping[str, Any], solve_options: 
     (or infeasibility) of the array route is certified by a second solver on the Pyomo model."""
     from . import FAMILY  # late: the family is built from this module's functions
 
+    # the arrays have no GPU index: per-gpu takes the Pyomo model (pergpu.add_gpu_block)
+    if per_gpu(options):
+        return FAMILY._run_exact(instance, options, solve_options)
     start = time.perf_counter()
     deadline = start + solve_options.time_limit
     shortcut = bound_certificate(instance, options, solve_options)

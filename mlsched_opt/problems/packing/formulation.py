@@ -8,6 +8,7 @@ servers that may host one such task), and in ``servers`` mode ``used[s]`` (binar
 
 Constraints: an admitted job gets exactly its workers and PSs; every server's capacity holds
 in every resource, up to the load the checker accepts (:func:`.view.checker_limits`).
+Under ``gpus = per-gpu`` the rows of :func:`.pergpu.add_gpu_block` place every GPU task on GPUs.
 In ``servers`` mode a server's capacity is ``capacity * used[s]``, with
 ``workers[j, s] <= count_j used[s]`` to tighten the LP relaxation, and identical servers of
 one group are opened in order (``used[s_k] >= used[s_k+1]``) to break their symmetry.
@@ -22,12 +23,16 @@ import pyomo.environ as pyo
 
 from ...io.instance import Instance
 from .decision import TASKS
+from .pergpu import add_gpu_block, gpus_from_model, per_gpu
 from .view import PackingView, checker_limits, packing_view
 
 
 def build_model(instance: Instance, options: Mapping[str, Any]) -> pyo.ConcreteModel:
     view = packing_view(instance)
-    return _model(checker_limits(view), options["objective"])
+    m = _model(checker_limits(view), options["objective"])
+    if per_gpu(options):
+        add_gpu_block(m, view)  # the GPU-by-GPU rows of pergpu.py on the same count variables
+    return m
 
 
 def _model(view: PackingView, objective: str) -> pyo.ConcreteModel:
@@ -110,4 +115,7 @@ def decision_from_model(instance: Instance, options: Mapping[str, Any], m: pyo.C
             n = int(round(pyo.value(var[j, s]) or 0))
             if n and j in placement:
                 placement[j][var_name][s] = n
+    if hasattr(m, "gpu_index"):
+        gpus = gpus_from_model(m)
+        return {"admitted": admitted, "placement": placement, "gpus": {j: gpus[j] for j in admitted if j in gpus}}
     return {"admitted": admitted, "placement": placement}

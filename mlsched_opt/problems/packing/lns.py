@@ -37,6 +37,7 @@ from . import aggregate, arrays
 from .bound import Configs, combinatorial_bound, configs, server_shapes
 from .decision import objective_value
 from .methods import best_greedy
+from .pergpu import refuse
 from .view import checker_limits, packing_view
 
 #: HiGHS branch-and-bound nodes per window (the work limit of one step)
@@ -245,6 +246,7 @@ def _improve(inc: Incumbent, servers: np.ndarray, pool: np.ndarray, limit: np.nd
 def lns_method(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     """``--method lns``: the best greedy variant, improved by :func:`search` (seeded; work-limited by
     :data:`STALL` windows without improvement and ``windows``, the time limit being the safety stop)."""
+    refuse("lns", options)  # its windows / parts are pooled array models (pergpu.py)
     start = time.perf_counter()
     deadline = start + solve_options.time_limit
     objective = options["objective"]

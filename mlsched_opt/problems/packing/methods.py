@@ -43,6 +43,7 @@ from ...io.instance import Instance
 from ...solvers import SolveOptions
 from ..base import MethodResult, heuristic_report
 from .decision import objective_value
+from .pergpu import assign, per_gpu
 from .view import PackingView, packing_view
 
 _TOL = 1e-9
@@ -214,6 +215,8 @@ def _run(instance: Instance, options: Mapping[str, Any], name: str, servers: str
     view = packing_view(instance)
     objective = options["objective"]
     decision = greedy(view, objective, servers=servers, fit=fit)
+    if decision is not None and per_gpu(options):
+        decision = assign(view, decision, objective)  # GPU by GPU; drops what the GPUs cannot hold
     value = None if decision is None else objective_value(view, decision, objective)
     sense = "min" if objective == "servers" else "max"
     message = "" if decision is not None else "first-fit could not place every job (not a proof of infeasibility)"

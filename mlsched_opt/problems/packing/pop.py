@@ -54,6 +54,7 @@ from . import aggregate, arrays
 from .bound import Configs, configs, server_shapes
 from .decision import objective_value
 from .methods import greedy
+from .pergpu import refuse
 from .view import PackingView, checker_limits, packing_view
 
 #: Automatic ``parts``: about this many (job, server) pairs per part.  Measured on Alibaba's 2,000
@@ -115,6 +116,7 @@ def _merge(decisions: list[dict[str, Any]], view: PackingView) -> dict[str, Any]
 
 def pop(instance: Instance, options: Mapping[str, Any], solve_options: SolveOptions) -> MethodResult:
     """POP-style partitioned exact solve (see the module docstring for the split and the guarantee)."""
+    refuse("pop", options)  # its windows / parts are pooled array models (pergpu.py)
     start = time.perf_counter()
     deadline = start + solve_options.time_limit
     objective = options["objective"]

@@ -11,7 +11,9 @@ One simplification, stated in every instance's ``source``: a node's GPUs are one
 fractional shares are packed against the node's GPU total rather than GPU by GPU (on a 2-GPU
 node, shares of 0.6, 0.6 and 0.8 fit the pool of 2 although no GPU-by-GPU assignment exists).
 That is the fragmentation the source paper studies; modelling it exactly needs a GPU index per
-share, which the packing family does not have.
+share.  ``--set gpus=per-gpu`` models it (:mod:`.pergpu`): the instance then states ``options.gpus
+= "per-gpu"``, its ``source`` says so, and every GPU holds shares of at most 1, whole-GPU pods
+on GPUs of their own.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from ...traces.model import Cluster
 from ...traces.sources import cluster
 
 POOLED = ("a node's GPUs are one pool: fractional GPU shares are packed against the node's GPU total, "
-          "not GPU by GPU (the packing family has no GPU index)")
+          "not GPU by GPU (option gpus = pooled)")
+PER_GPU = ("GPU by GPU (option gpus = per-gpu): each GPU holds at most 1; a fractional pod takes its share of one GPU, "
+           "a multi-GPU pod whole GPUs of one node that no other pod shares")
 
 
 def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, Any]:
@@ -45,7 +49,8 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
         jobs.append(job)
     gpus = sum(n.gpus for n in nodes.nodes)
     dropped = len(trace.jobs) - len(jobs)
-    extra = ["weight 1 per pod", POOLED]
+    per_gpu = spec.options.get("gpus", "pooled") == "per-gpu"
+    extra = ["weight 1 per pod", PER_GPU if per_gpu else POOLED]
     if dropped:
         rows = ", ".join(str(j.row) for j, ok in zip(trace.jobs, fits) if not ok)
         extra.append(f"{dropped} pods fit on no node of this cluster (by GPU model, GPUs, CPU or memory) and are left out "
@@ -53,7 +58,7 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
         spec.notes.append(f"{dropped} of {len(trace.jobs)} pods fit on no node of the cluster and are left out (see the source)")
     if not jobs:
         raise TraceError("no pod of the window fits on any node of the cluster; take more --servers", trace.file, "--servers")
-    return {
+    doc: dict[str, Any] = {
         "format": "mlsched-instance/1",
         "name": f"alibaba-{spec.options['pods']}-{len(jobs)}pods-{len(servers)}nodes-seed{spec.seed}",
         "description": f"{len(jobs):,} Alibaba production pods on {len(servers):,} real nodes ({gpus:,} GPUs)",
@@ -62,6 +67,9 @@ def from_trace(trace: Trace, spec: ImportSpec, catalog: Catalog) -> dict[str, An
         "cluster": {"servers": servers},
         "jobs": jobs,
     }
+    if per_gpu:
+        doc["options"] = {"gpus": "per-gpu"}
+    return doc
 
 
 def _fits_somewhere(trace: Trace, nodes: Cluster) -> np.ndarray:
