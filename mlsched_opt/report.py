@@ -148,7 +148,7 @@ class SolveReport:
     #: 6.3.0)"``, see :mod:`mlsched_opt.solvers.certify`); empty if none.  A tuple here; in JSON one string,
     #: the labels joined by ", " (the solution format is unchanged)
     certified_by: tuple[str, ...] = ()
-    #: an online method's decision time per arriving job, in milliseconds (``mean``, ``p95``, ``max``):
+    #: an online method's decision time per arriving job, in milliseconds (``mean``, ``p50``, ``p95``, ``max``):
     #: wall-clock figures live in the report, never in the decision
     decision_ms: Mapping[str, float] | None = None
 

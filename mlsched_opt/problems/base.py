@@ -476,28 +476,33 @@ def parse_values(options: tuple[Option, ...], raw: Mapping[str, Any], source: st
     return {name: opt.parse(raw.get(name, opt.default), source) for name, opt in known.items()}
 
 
-_TIMING = re.compile(r"([0-9.]+) ms per arriving job \(p95 ([0-9.]+), max ([0-9.]+)\)")
+# p50 is optional: messages written before it was reported have mean, p95 and max only
+_TIMING = re.compile(r"([0-9.]+) ms per arriving job \((?:p50 ([0-9.]+), )?p95 ([0-9.]+), max ([0-9.]+)\)")
 
 
 def decision_stats(decision_s: Sequence[float]) -> dict[str, float]:
-    """An online method's decision time per arriving job, in milliseconds: ``mean``, ``p95``, ``max``
+    """An online method's decision time per arriving job, in milliseconds: ``mean``, ``p50``, ``p95``, ``max``
     (the report's ``decision_ms``; wall-clock figures never enter the decision, so that it depends only
     on the instance, the options and the seed)."""
     ms = 1000 * np.asarray(decision_s if len(decision_s) else [0.0], dtype=float)
-    return {"mean": round(float(ms.mean()), 4), "p95": round(float(np.percentile(ms, 95)), 4), "max": round(float(ms.max()), 4)}
+    p50, p95 = np.percentile(ms, [50, 95])
+    return {"mean": round(float(ms.mean()), 4), "p50": round(float(p50), 4), "p95": round(float(p95), 4),
+            "max": round(float(ms.max()), 4)}
 
 
 def timing_phrase(decision_s: Sequence[float]) -> str:
     """The same figures in words, for the report's message."""
     stats = decision_stats(decision_s)
-    return f"{stats['mean']:.2f} ms per arriving job (p95 {stats['p95']:.2f}, max {stats['max']:.2f})"
+    return f"{stats['mean']:.2f} ms per arriving job (p50 {stats['p50']:.2f}, p95 {stats['p95']:.2f}, max {stats['max']:.2f})"
 
 
 def timings(message: str | None) -> dict[str, float]:
     """The per-job decision times that :func:`timing_phrase` wrote in a message (a report of a solution
     file written before reports had ``decision_ms``)."""
     hit = _TIMING.search(message or "")
-    return {} if hit is None else dict(zip(("mean", "p95", "max"), map(float, hit.groups())))
+    if hit is None:
+        return {}
+    return {k: float(v) for k, v in zip(("mean", "p50", "p95", "max"), hit.groups()) if v is not None}
 
 
 def heuristic_report(sense: str, objective: float | None, elapsed_s: float, name: str,

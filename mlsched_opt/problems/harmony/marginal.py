@@ -108,27 +108,32 @@ class HostState:
         P = np.maximum(view.jobs.P[jobs], 1.0)
         is_ps = view.jobs.is_ps[jobs]
         other_net = self.total[m, NET] - own[:, NET]
-        ps_net = np.full(view.J, -np.inf)
-        np.maximum.at(ps_net, jobs[pv > 0], other_net[pv > 0])
-        remote = np.zeros(view.J)
-        np.add.at(remote, jobs, wv * (P - pv) / P)
-        spans = np.bincount(jobs[wv > 0], minlength=view.J) > 1
-        host_net = np.full(view.J, -np.inf)
-        np.maximum.at(host_net, jobs[wv > 0], other_net[wv > 0])
-        f_rem = np.where(is_ps, (P - pv) / P, spans[jobs].astype(float))
-        fan = np.where(is_ps, np.sqrt(np.maximum(1.0, remote[jobs] / P)), 1.0)
+        # per-job figures are indexed by the entry's row among the live jobs (r), not by job: arrays of
+        # every job of the trace, rebuilt at each decision, made a whole trace quadratic
+        live = len(rows)
+        ps_net = np.full(live, -np.inf)
+        np.maximum.at(ps_net, r[pv > 0], other_net[pv > 0])
+        remote = np.zeros(live)
+        np.add.at(remote, r, wv * (P - pv) / P)
+        spans = np.bincount(r[wv > 0], minlength=live) > 1
+        host_net = np.full(live, -np.inf)
+        np.maximum.at(host_net, r[wv > 0], other_net[wv > 0])
+        f_rem = np.where(is_ps, (P - pv) / P, spans[r].astype(float))
+        fan = np.where(is_ps, np.sqrt(np.maximum(1.0, remote[r] / P)), 1.0)
         # the network pressure a worker sees from elsewhere (its PS hosts, its other worker hosts)
-        elsewhere = np.where(is_ps, ps_net[jobs], host_net[jobs])
+        elsewhere = np.where(is_ps, ps_net[r], host_net[r])
         keep = wv > 0
         self.entry_job = jobs[keep]
+        self.entry_row = r[keep]
         self.entry_server = m[keep]
         self.kind = kind[keep]
         self.own = own[keep]
         self.f_rem, self.fan, self.elsewhere = f_rem[keep], fan[keep], elsewhere[keep]
-        T = np.full(view.J, -np.inf)
-        np.maximum.at(T, self.entry_job, self.step(self.total[self.entry_server]))
-        self.T = T
-        self.T_star = T_star
+        T = np.full(live, -np.inf)
+        np.maximum.at(T, self.entry_row, self.step(self.total[self.entry_server]))
+        #: every worker entry's job's step time now (the slowest of its servers)
+        self.T_entry = T[self.entry_row]
+        self.T_star_entry = T_star[self.entry_job]
 
     def step(self, total: np.ndarray) -> np.ndarray:
         """Every worker entry's step time (s) were its server's summed intensities ``total`` (entries x 4)."""
@@ -143,15 +148,15 @@ class HostState:
 
     def harm(self, add: np.ndarray, span: np.ndarray, rem: np.ndarray) -> np.ndarray:
         """Per server: the delay (intervals) the running jobs there suffer when tasks of summed intensity
-        ``add`` (4,) join it and stay ``span[m]`` intervals; ``rem``: every job's standalone intervals left."""
+        ``add`` (4,) join it and stay ``span[m]`` intervals; ``rem``: the worker entries' jobs' standalone
+        intervals left (:meth:`remaining`)."""
         out = np.zeros(self.view.M)
         if len(self.entry_job) == 0:
             return out
         m = self.entry_server
-        after = np.maximum(self.step(self.total[m] + add), self.T[self.entry_job])
-        k = self.entry_job
-        ratio = after / self.T[k]
-        lasting = np.minimum(span[m], rem[k] * after / self.T_star[k])
+        after = np.maximum(self.step(self.total[m] + add), self.T_entry)
+        ratio = after / self.T_entry
+        lasting = np.minimum(span[m], rem * after / self.T_star_entry)
         # a job with workers on two servers counts on each: it is slowed by the worse of them, an over-count we accept
         np.add.at(out, m, lasting * (ratio - 1.0))
         return out
@@ -315,4 +320,8 @@ class Marginal(Planned):
         return max(cost, 0.0), plan
 
     def _remaining(self, env: Env) -> np.ndarray:
-        return env.remaining / (self.alone * self.view.slot_s)
+        """The worker entries' jobs' standalone intervals left (:meth:`HostState.harm`'s ``rem``), for those
+        entries only: the same quotients as over every job, without a pass over the whole trace per shape."""
+        assert self.state is not None
+        k = self.state.entry_job
+        return env.remaining[k] / (self.alone[k] * self.view.slot_s)

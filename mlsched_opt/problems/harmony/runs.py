@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import InstanceError, OptionError
 from ...io.instance import Instance
 from ...report import SolveOptions, SolveReport
-from ..base import MethodResult, heuristic_report
+from ..base import MethodResult, heuristic_report, timing_phrase
 from .baselines import make_heuristic
 from .options import DEFER_MAX, MAX_INTERVALS, ORDERS
 from .placements import min_intervals, standalone_intervals
@@ -40,7 +40,8 @@ def _outcome_result(view: HarmonyView, outcome: HarmonyRun, name: str, options: 
     if outcome.cut_interval is not None:
         extra += (f"; cut short by the time limit in interval {outcome.cut_interval}: the last {outcome.cut_placed} jobs "
                   "were placed by standalone-first")
-    report = heuristic_report("min", avg, elapsed, name, options, "; ".join(filter(None, [message, extra])))
+    extra += f"; {timing_phrase(outcome.decision_s)}"
+    report = heuristic_report("min", avg, elapsed, name, options, "; ".join(filter(None, [message, extra])), outcome.decision_s)
     return MethodResult(report, outcome.decision(view))
 
 

@@ -34,6 +34,7 @@ complete schedule; the run records how many jobs ``F`` placed.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -152,6 +153,9 @@ class HarmonyRun:
     cut_placed: int = 0
     # (job, interval) pairs in which a queued job was held back by choice
     deferrals: int = 0
+    #: seconds spent deciding about each job that was asked about (summed over the intervals it was
+    #: tried in, in the order first asked): the report's ``decision_ms``; wall clock, never a decision input
+    decision_s: list[float] = field(default_factory=list)
 
     def jct(self, view: HarmonyView) -> np.ndarray:
         return self.finish_s / view.slot_s - view.arrival
@@ -297,6 +301,8 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
 
     current = chooser
     answer: Any = None
+    spent: dict[int, float] = {}   # job -> seconds deciding about it (insertion order: first asked)
+    since: float | None = None     # when the decision about the job now asked about began
     try:
         while True:
             ask = steps.send(answer)
@@ -305,19 +311,28 @@ def simulate(view: HarmonyView, chooser: Chooser, speed_fn: SpeedFn | None = Non
                 assert ask.mask is not None  # a task ask carries its mask
                 answer = current.choose(ask.env, ask.j, ask.role, ask.mask)
             elif ask.kind == "defer":
+                since = time.perf_counter()
                 current = decider(ask.env)
                 answer = holds_back(current, ask.env, ask.j)
+                if answer:
+                    spent[ask.j] = spent.get(ask.j, 0.0) + time.perf_counter() - since
+                    since = None
             elif ask.kind == "start":
+                since = time.perf_counter() if since is None else since
                 current = decider(ask.env)
                 current.start_job(ask.env, ask.j)
             else:
                 current.end_job(ask.env, ask.j, ask.placed)
                 if ask.placed and handover is not None and current is handover.fallback:
                     handover.placed += 1
+                if since is not None:
+                    spent[ask.j] = spent.get(ask.j, 0.0) + time.perf_counter() - since
+                since = None
     except StopIteration as stop:
         run: HarmonyRun = stop.value
     if handover is not None:
         run.cut_interval, run.cut_placed = handover.interval, handover.placed
+    run.decision_s = list(spent.values())
     return run
 
 
@@ -341,7 +356,8 @@ def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: C
     env = Env.empty(view)
     env.defer_max = int(defer_max)
     order = np.lexsort((np.arange(view.J), view.arrival))
-    pending = list(order)
+    # a deque: popping the head of a list moves every later job, quadratic over a whole trace
+    pending = deque(int(j) for j in order)
     queue: list[int] = []
     rewards: list[float] = []
     fallbacks = decisions = deferrals = 0
@@ -354,7 +370,7 @@ def run_steps(view: HarmonyView, speed_fn: SpeedFn | None = None, on_interval: C
         if not env.running.any() and not queue:
             k = max(k, int(view.arrival[pending[0]]))
         while pending and view.arrival[pending[0]] <= k:
-            queue.append(pending.pop(0))
+            queue.append(pending.popleft())
             changed = True
         env.interval = k
         if priority is not None and changed:

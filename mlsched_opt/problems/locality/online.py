@@ -62,7 +62,6 @@ from .pcilp import (
     LocalityJob,
     Patterns,
     Plan,
-    earliest_deadline,
     fit_capacity_work,
     host_order,
     host_patterns,
@@ -360,17 +359,32 @@ def _commit_tasks(jobs: Sequence[LocalityJob], i: int, tasks: list[Task], residu
     for s, h, n in tasks:
         residual[h, :, s] -= job.demand(n)
     if pool is not None:
-        workers = np.zeros((residual.shape[0], residual.shape[2]))
-        ps = np.zeros_like(workers)
+        # sparse: dense (machines x slots) tables per job made V-PD quadratic over a trace; the cells
+        # without tasks keep their load and price, as the dense update left them
+        workers: dict[tuple[int, int], int] = {}
+        ps: dict[tuple[int, int], int] = {}
         for s, h, n in tasks:
-            workers[h, s] += n
-            ps[h, s] += int(np.ceil(n / job.gamma))
-        pool.reserve(workers, job.alpha)
-        pool.reserve(ps, job.beta)
+            workers[h, s] = workers.get((h, s), 0) + n
+            ps[h, s] = ps.get((h, s), 0) + int(np.ceil(n / job.gamma))
+        pool.reserve_counts(_Cells(workers), job.alpha)
+        pool.reserve_counts(_Cells(ps), job.beta)
     out.tasks[i] = tasks
     done = executed_completion(job, tasks, None if work_of is None else (lambda here: work_of(i, here)))
     if done is not None:
         out.completion[i] = done
+
+
+class _Cells:
+    """(machine, slot) -> count as :class:`~mlsched_opt.problems.pricing.SparseCounts` (nonzero counts only)."""
+
+    def __init__(self, cells: dict[tuple[int, int], int]):
+        self.cells = {key: n for key, n in cells.items() if n}
+
+    def coo(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        keys = sorted(self.cells)
+        server = np.array([h for h, _ in keys], dtype=np.int64)
+        slot = np.array([t for _, t in keys], dtype=np.int64)
+        return server, slot, np.array([self.cells[k] for k in keys], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -400,7 +414,8 @@ def v_pd(jobs: Sequence[LocalityJob], capacity: np.ndarray, slots: int, prices: 
         began = time.perf_counter()
         residual = pool.free()
         best: tuple[float, tuple[Patterns, np.ndarray]] | None = None
-        first = earliest_deadline(jobs[i], t, residual, min(rounding.eps))
+        # chunk by chunk from the arrival (the same running sum): the whole horizon per job was quadratic
+        first = Window(jobs[i], t, residual, scale).earliest_deadline(min(rounding.eps), BOTH, None)
         for deadline in range(first if first is not None else slots, slots):
             if _out_of_time(stop_at, out):
                 break

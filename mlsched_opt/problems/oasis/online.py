@@ -60,6 +60,11 @@ def simulate(view: OasisView, policy: SlotPolicy, progress=None, deadline: float
         for i in arrivals.get(t, []):
             job = view.jobs[i]
             policy.arrive(job, t)
+            # a job the policy will never run stays out of the per-slot scans: kept, the rejected jobs of a
+            # congested trace made every later slot pay for them (quadratic over a whole trace); a job of no
+            # work still goes in, since it completes at once whatever the policy does
+            if job.work_slots > 0 and getattr(policy, "never_runs", _no)(job):
+                continue
             active.append(job)
         for i, (y, z) in policy.run(t, active).items():
             if y.any() or z.any():
@@ -78,6 +83,10 @@ def simulate(view: OasisView, policy: SlotPolicy, progress=None, deadline: float
         report_progress(t + 1, T, "slots")
     admitted = sorted(getattr(policy, "admitted", set()) | set(completion))
     return SlotRun(workers, ps, completion, admitted, dict(getattr(policy, "stats", {})), cut_at)
+
+
+def _no(job: OasisJob) -> bool:
+    return False
 
 
 class Oasis:
@@ -121,6 +130,10 @@ class Oasis:
         mean = self.stats.get("decision_s_mean", 0.0)
         self.stats.update(decision_s_mean=mean + (took - mean) / count,
                           decision_s_max=max(self.stats.get("decision_s_max", took), took))
+
+    def never_runs(self, job: OasisJob) -> bool:
+        """Whether ``job``, just arrived, is rejected: OASiS decides once, at arrival, and never revisits it."""
+        return job.index not in self.plans
 
     def run(self, slot: int, active: list[OasisJob]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         return {j.index: (self.plans[j.index][0].at(slot), self.plans[j.index][1].at(slot))
