@@ -16,13 +16,47 @@ if TYPE_CHECKING:
 
 
 def load(path: str | Path, catalog: str | Path | None = None) -> Instance:
-    """Read, validate and resolve an instance file (``.toml`` or ``.json``); ``catalog`` is a workload
-    catalog of your own laid over the shipped one (as ``mlsched --catalog``).
+    """Read, validate and resolve an instance file (``.toml`` or ``.json``), or a bundled example by
+    name (``ms.load("demo")``, :func:`examples`); ``catalog`` is a workload catalog of your own laid
+    over the shipped one (as ``mlsched --catalog``).
 
     Raises :class:`~mlsched_opt.errors.UserError` naming the file and the field for anything wrong."""
     from .io import load_instance
 
-    return load_instance(path, catalog=catalog)
+    return load_instance(instance_path(path), catalog=catalog)
+
+
+def examples() -> Mapping[str, Path]:
+    """The bundled example instances, name -> file (``demo``, ``oasis-toy``, ...): the checkout's
+    ``instances/`` in a source checkout, else the copy installed with the package (``mlsched_opt/instances``)."""
+    from .io.catalog import shipped_catalog_dir
+
+    # both sit beside the shipped catalog: instances/ next to models/ in a checkout, and
+    # mlsched_opt/instances next to mlsched_opt/models in a wheel (pyproject.toml maps both)
+    folder = shipped_catalog_dir().parent / "instances"
+    files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+    return MappingProxyType({f.stem: f for f in files})
+
+
+def instance_path(path: str | Path) -> str | Path:
+    """``path`` itself when it names a file (a real file always wins), else the bundled example of that
+    name; a bare name (no folder, no suffix) that is neither is refused listing the bundled names.
+    Anything else is returned as given, for the reader to say why it cannot be read."""
+    from .errors import InstanceError
+
+    if not isinstance(path, str | Path):
+        raise InstanceError(f"expected a file path or a bundled example's name (str or Path), got {type(path).__name__}",
+                            field="path")
+    given = Path(path)
+    try:
+        if given.exists() or str(path) != given.name or given.suffix:
+            return path
+    except (OSError, ValueError):  # a NUL byte, a name too long: the reader says so, naming the file
+        return path
+    bundled = examples()
+    if given.name in bundled:
+        return bundled[given.name]
+    raise InstanceError(f"no such file, nor a bundled example (bundled: {', '.join(bundled) or 'none'})", str(path))
 
 
 def generate(problem: str, *, jobs: int, servers: int, seed: int, slots: int | None = None,

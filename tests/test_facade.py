@@ -132,3 +132,27 @@ def test_online_methods_report_their_decision_times_as_a_field(family, method, i
     times = run.report.decision_ms
     assert times is not None and set(times) == {"mean", "p95", "max"}, times
     assert 0 <= times["mean"] <= times["max"] and times["p95"] <= times["max"]
+
+
+def test_bundled_instances_load_by_name_and_a_real_file_wins(tmp_path, monkeypatch):
+    """``ms.load("demo")`` and ``mlsched solve demo`` read the bundled instance (the wheel ships
+    them: tests/test_wheel.py); a file of that name in the folder wins; an unknown bare name is
+    refused listing the bundled ones."""
+    import mlsched_opt as ms
+    from mlsched_opt.cli import main
+
+    bundled = ms.examples()
+    assert set(bundled) == {p.stem for p in (ROOT / "instances").glob("*.toml")}
+    monkeypatch.chdir(tmp_path)
+    assert ms.load("demo").sha256 == load_instance(DEMO).sha256
+    with pytest.raises(ms.UserError, match=r"^nope: no such file, nor a bundled example \(bundled: demo, harmony-40jobs"):
+        ms.load("nope")
+    with pytest.raises(ms.UserError, match="no such file"):
+        ms.load("nope.toml")  # a path, not a name: the reader's error
+    (tmp_path / "demo").write_text("")
+    with pytest.raises(ms.UserError, match="^demo: unknown file type"):
+        ms.load("demo")  # the file in the folder, not the bundled demo
+    (tmp_path / "demo").unlink()
+    with pytest.raises(SystemExit) as done:
+        main(["validate", "oasis-toy"])
+    assert done.value.code == 0
