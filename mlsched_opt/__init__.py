@@ -40,6 +40,7 @@ import time
 _IMPORTED = time.perf_counter()
 
 import importlib  # noqa: E402 -- after the timestamp, which must come first
+import inspect  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
 __version__ = "0.2.0"
@@ -98,6 +99,10 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'mlsched_opt' has no attribute {name!r}")
     module, _, attr = target.partition(":")
     value = getattr(importlib.import_module(module), attr)
+    if inspect.isfunction(value):  # the library's errors name the CLI's flags; a Python caller reads its keywords
+        from .errors import with_python_names
+
+        value = with_python_names(value)
     globals()[name] = value
     return value
 
