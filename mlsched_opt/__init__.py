@@ -4,7 +4,7 @@ The library in one import::
 
     import mlsched_opt as ms
 
-    inst = ms.load("instances/demo.toml")                    # an Instance
+    inst = ms.load("demo")                                   # an Instance (a file, or a bundled example)
     run = ms.solve(inst, "ffd", time_limit=60)               # checked, bounded, rated
     run.status, run.objective, run.bound, run.gap, run.ratio, run.check.feasible
     run.save("ffd.sol.json"); print(run)                     # what `mlsched solve` prints
@@ -14,6 +14,7 @@ The library in one import::
     ms.generate("oasis", jobs=8, servers=2, seed=3)          # an Instance
     ms.import_trace("philly", "oasis", jobs=50, servers=20)  # a real trace as an Instance
     ms.families(); ms.family("oasis").methods                # the registry, read only
+    ms.examples()                                            # the bundled instances: name -> file
 
 Every name is loaded when first used: ``import mlsched_opt`` (and ``mlsched --help``) imports no
 solver, no model builder and no family.
@@ -39,13 +40,36 @@ import time
 _IMPORTED = time.perf_counter()
 
 import importlib  # noqa: E402 -- after the timestamp, which must come first
-from typing import Any  # noqa: E402
+import inspect  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 __version__ = "0.2.0"
+
+if TYPE_CHECKING:
+    # what mypy and IDEs see: the real signatures (at run time __getattr__ below imports each on first
+    # use, so `import mlsched_opt` loads no solver); the redundant aliases mark them as re-exported.
+    # tests/test_facade.py checks that this list and _FACADE name the same objects.
+    from mlsched_opt.checking.core import CheckResult as CheckResult
+    from mlsched_opt.comparison import Comparison as Comparison, compare as compare
+    from mlsched_opt.errors import UserError as UserError
+    from mlsched_opt.facade import (
+        examples as examples,
+        families as families,
+        family as family,
+        generate as generate,
+        import_trace as import_trace,
+        load as load,
+    )
+    from mlsched_opt.io.instance import Instance as Instance
+    from mlsched_opt.io.solution import Solution as Solution
+    from mlsched_opt.pipeline import Run as Run, check as check, solve as solve
+    from mlsched_opt.problems.base import Family as Family, Method as Method, Option as Option
+    from mlsched_opt.report import SolveReport as SolveReport, Status as Status
 
 #: facade name -> "module:attribute", imported on first use
 _FACADE = {
     "load": "mlsched_opt.facade:load",
+    "examples": "mlsched_opt.facade:examples",
     "solve": "mlsched_opt.pipeline:solve",
     "compare": "mlsched_opt.comparison:compare",
     "check": "mlsched_opt.pipeline:check",
@@ -75,6 +99,10 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'mlsched_opt' has no attribute {name!r}")
     module, _, attr = target.partition(":")
     value = getattr(importlib.import_module(module), attr)
+    if inspect.isfunction(value):  # the library's errors name the CLI's flags; a Python caller reads its keywords
+        from .errors import with_python_names
+
+        value = with_python_names(value)
     globals()[name] = value
     return value
 

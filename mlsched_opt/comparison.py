@@ -279,8 +279,20 @@ def compare(instance: Instance | str | Path, methods: list[str] | tuple[str, ...
     extra is not installed), the exact method once per solver in ``solvers``; check every answer,
     dispute a claimed optimum that a checked answer beats, add the family's bound, and rate every
     answer.  ``time_limit`` is per run; ``progress(text)`` hears which run starts."""
+    from .facade import check_solve_arguments, need
     from .io import load_instance
+    from .pipeline import _instance_argument
 
+    check_solve_arguments(problem=problem, solver=solver, time_limit=time_limit, gap=gap, threads=threads, seed=seed,
+                          certify=certify, bound=bound, options=options, catalog=catalog)
+    need("methods", methods, list | tuple, "a list of method names, or None", optional=True)
+    need("solvers", solvers, list | tuple, "a list of solver names")
+    for key, names_given in (("methods", methods or ()), ("solvers", solvers)):
+        for item in names_given:
+            need(key, item, str, "names (str)")
+    if progress is not None and not callable(progress):
+        need("progress", progress, type(None), "a callable taking a line of text, or None")
+    instance = _instance_argument(instance)
     inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
     fam = family_for(inst, problem)
     names = list(methods) if methods else [m.name for m in fam.methods.values() if m.kind != "oracle" and m.available]

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clock import BOUND_SHARE, CHECK_WAIT_SHARE, CommandClock, default_threads, watching
-from .errors import OptionError
+from .errors import ArgumentError, OptionError
 from .report import SolveOptions, SolveReport, approximation_ratio
 
 if TYPE_CHECKING:  # the registry imports the families: loaded only when a run needs them
@@ -296,9 +296,14 @@ def solve(instance: Instance | str | Path, method: str = "exact", *, problem: st
     options_source
         How a refused option is named (``--set``; ``suite options`` for a benchmark's task).
     """
+    from .facade import check_solve_arguments
     from .io import load_instance
 
     started = time.perf_counter()
+    if clock is None:  # a Python caller: refused naming its keyword (the CLI's flags were checked by the CLI)
+        check_solve_arguments(method=method, problem=problem, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
+                              seed=seed, certify=certify, bound=bound, options=options, catalog=catalog)
+        instance = _instance_argument(instance)
     clock = clock or CommandClock(started, SolveOptions(time_limit=time_limit).time_limit)
     tracker = tracker or Tracker()
     inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
@@ -366,15 +371,39 @@ def rated(run: Run) -> Run:
     return run
 
 
-def check(instance: Instance | str | Path, solution: Solution | str | Path, *, problem: str | None = None,
+def _instance_argument(instance: Any) -> Instance | str | Path:
+    """An Instance as it is, a path or a bundled example's name as its file; anything else refused."""
+    from .facade import instance_path
+    from .io.instance import Instance
+
+    if isinstance(instance, Instance):
+        return instance
+    if not isinstance(instance, str | Path):
+        raise ArgumentError(f"expected an Instance, a file path or a bundled example's name, got {type(instance).__name__}",
+                            field="instance")
+    return instance_path(instance)
+
+
+def check(instance: Instance | str | Path, solution: Solution | Run | str | Path, *, problem: str | None = None,
           options: Mapping[str, Any] | None = None, catalog: str | None = None) -> CheckResult:
     """The independent checker's verdict on ``solution`` (a :class:`~mlsched_opt.io.solution.Solution`
     or a solution file) for ``instance``: it trusts nothing but the instance, ``options`` (problem
     options, over the instance's own; never the solution's) and the decision."""
+    from .facade import need, need_options
     from .io import load_instance
-    from .io.solution import read_solution
+    from .io.solution import Solution, read_solution
     from .problems import check_solution, known_problem
 
+    need("problem", problem, str, "a problem name (str) or None", optional=True)
+    need_options(options)
+    need("catalog", catalog, str | Path, "a folder (str or Path) or None", optional=True)
+    if isinstance(solution, Run):
+        solution = solution.solution
+    if not isinstance(solution, Solution | str | Path):
+        raise ArgumentError("expected a Solution, a Run or a solution file's path (a decision as a dict: write "
+                            f"the solution file with run.save(path) and check that), got {type(solution).__name__}",
+                            field="solution")
+    instance = _instance_argument(instance)
     inst = load_instance(instance, catalog=catalog) if isinstance(instance, (str, Path)) else instance
     sol = read_solution(solution) if isinstance(solution, (str, Path)) else solution
     known_problem(sol.problem, str(solution) if isinstance(solution, (str, Path)) else None)

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,59 @@ def test_online_methods_report_their_decision_times_as_a_field(family, method, i
     # the message states the same figures (rounded), and a message without p50 still reads
     assert set(timings(run.report.message)) == {"mean", "p50", "p95", "max"}
     assert timings("1.00 ms per arriving job (p95 2.00, max 3.00)") == {"mean": 1.0, "p95": 2.0, "max": 3.0}
+
+
+def test_bundled_instances_load_by_name_and_a_real_file_wins(tmp_path, monkeypatch):
+    """``ms.load("demo")`` and ``mlsched solve demo`` read the bundled instance (the wheel ships
+    them: tests/test_wheel.py); a file of that name in the folder wins; an unknown bare name is
+    refused listing the bundled ones."""
+    import mlsched_opt as ms
+    from mlsched_opt.cli import main
+
+    bundled = ms.examples()
+    assert set(bundled) == {p.stem for p in (ROOT / "instances").glob("*.toml")}
+    monkeypatch.chdir(tmp_path)
+    assert ms.load("demo").sha256 == load_instance(DEMO).sha256
+    with pytest.raises(ms.UserError, match=r"^nope: no such file, nor a bundled example \(bundled: demo, harmony-40jobs"):
+        ms.load("nope")
+    with pytest.raises(ms.UserError, match="no such file"):
+        ms.load("nope.toml")  # a path, not a name: the reader's error
+    (tmp_path / "demo").write_text("")
+    with pytest.raises(ms.UserError, match=r"^demo: unknown file type"):
+        ms.load("demo")  # the file in the folder, not the bundled demo
+    (tmp_path / "demo").unlink()
+    with pytest.raises(SystemExit) as done:
+        main(["validate", "oasis-toy"])
+    assert done.value.code == 0
+
+
+def test_the_facade_names_are_the_typed_ones_mypy_sees(tmp_path):
+    """mypy sees every ``ms.*`` name's real signature (the TYPE_CHECKING imports of __init__.py), not
+    ``Any``: a wrong keyword type is an error, the README's use is none.  One mypy run, on the
+    project's cache."""
+    import ast
+
+    import mlsched_opt as ms
+
+    tree = ast.parse((ROOT / "mlsched_opt" / "__init__.py").read_text(encoding="utf-8"))
+    typed = {f"{node.module}:{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+             and node.module.startswith("mlsched_opt") for a in node.names}
+    assert typed == set(ms._FACADE.values())  # the lazy names and the typed ones are the same objects
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent("""
+        import mlsched_opt as ms
+
+        inst = ms.load("demo")
+        run = ms.solve(inst, "ffd", time_limit=60)
+        ratio: float | None = run.ratio
+        ok: bool = ms.check(inst, "ffd.sol.json").feasible
+        ms.solve(inst, "ffd", time_limit="sixty")  # line 8
+        ms.generate("oasis", jobs="8", servers=2, seed=3)  # line 9
+    """))
+    mypy = shutil.which("mypy", path=str(Path(sys.executable).parent))
+    assert mypy, "mypy (the test extra) is not installed"
+    done = subprocess.run([mypy, "--no-error-summary", "--cache-dir", str(ROOT / ".mypy_cache"), "--config-file",
+                           str(ROOT / "pyproject.toml"), str(script)], cwd=ROOT, capture_output=True, text=True)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in errors] == ["8", "9"], done.stdout + done.stderr
+    assert '"time_limit" to "solve" has incompatible type "str"' in errors[0], errors

@@ -27,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what the build reads: pyproject.toml's project, readme, license, packages and package-dir
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "mlsched_opt", "models")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "mlsched_opt", "models", "instances")
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +109,8 @@ def test_the_wheel_carries_the_catalog_the_policy_the_schemas_and_every_module(w
     catalog = sorted(p.name for p in (ROOT / "models").iterdir() if p.suffix in (".toml", ".json", ".pt"))
     assert "harmony-drl.pt" in catalog and len(catalog) > 6
     assert {f"mlsched_opt/models/{n}" for n in catalog} <= names
+    bundled = sorted(p.name for p in (ROOT / "instances").glob("*.toml"))
+    assert "demo.toml" in bundled and {f"mlsched_opt/instances/{n}" for n in bundled} <= names
     assert {"mlsched_opt/py.typed", "mlsched_opt/io/instance.schema.json", "mlsched_opt/io/solution.schema.json",
             "mlsched_opt/io/workload.schema.json"} <= names
     # pyproject.toml lists the packages: a subpackage missing from that list would be missing here
@@ -133,9 +135,55 @@ def test_the_installed_wheel_validates_solves_and_checks_the_demo_outside_the_ch
     assert Path(where[1]) == site / "mlsched_opt" / "models", where
     assert "demo.toml: valid" in _run([str(venv / "mlsched"), "validate", "demo.toml"], tmp_path, env).stdout
     _run(python + ["solve", "demo.toml", "--method", "exact", "--solver", "highs", "--out", "exact.sol.json"], tmp_path, env)
-    _run(python + ["solve", "demo.toml", "--method", "ffd", "--out", "ffd.sol.json"], tmp_path, env)
+    # `demo` (not demo.toml): the bundled instance by name
+    assert "packing / ffd on demo: feasible" in _run(python + ["solve", "demo", "--method", "ffd", "--out", "ffd.sol.json"],
+                                                     tmp_path, env).stdout
     assert (tmp_path / "ffd.sol.json").is_file()
     _run(python + ["check", "demo.toml", "exact.sol.json"], tmp_path, env)
+
+
+def _python_block(page: Path, heading: str) -> str:
+    """The first ``python`` block after ``heading`` on ``page``, as written."""
+    text = page.read_text(encoding="utf-8")
+    rest = text[text.index(heading):]
+    start = rest.index("```python\n") + len("```python\n")
+    return rest[start:rest.index("```", start)]
+
+
+#: runs each block in an empty folder of its own, then `mlsched info`, in one interpreter (one start-up
+#: and one import of the solvers instead of three)
+_BLOCKS_RUNNER = """
+import os, sys
+from pathlib import Path
+for n, block in enumerate(sys.argv[1:]):
+    folder = Path(f"block{n}")
+    folder.mkdir()
+    os.chdir(folder)
+    exec(compile(Path(block).read_text(encoding="utf-8"), block, "exec"), {"__name__": "__main__"})
+    assert [p.name for p in Path().iterdir()] == ["ffd.sol.json"], list(Path().iterdir())
+    os.chdir("..")
+from mlsched_opt.cli import main
+try:
+    main(["info"])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+"""
+
+
+def test_the_readme_and_getting_started_python_run_from_the_wheel_in_an_empty_folder(venv, tmp_path):
+    """What a new user pastes first, as written, with nothing but the wheel: the bundled instances by
+    name (ms.load("demo")), and `mlsched info` lists them."""
+    blocks = [_python_block(ROOT / "README.md", "## From Python"),
+              _python_block(ROOT / "docs" / "getting-started.md", "## A first solve from Python")]
+    assert all('ms.load("demo")' in b for b in blocks), blocks
+    files = []
+    for n, block in enumerate(blocks):
+        files.append(tmp_path / f"block{n}.py")
+        files[-1].write_text(block, encoding="utf-8")
+    (tmp_path / "run.py").write_text(_BLOCKS_RUNNER, encoding="utf-8")
+    out = _run([str(venv / "python"), "run.py", *map(str, files)], tmp_path, _env()).stdout
+    assert out.count("packing / ffd on demo: feasible") == 2, out
+    assert "bundled instances" in out and "demo, harmony-40jobs" in out, out
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the rl extra (torch) is not installed")

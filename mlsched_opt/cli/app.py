@@ -203,10 +203,10 @@ def cli(ctx: click.Context) -> None:
 
     \b
     Start here:
-      mlsched info                                   problems, methods, solvers
-      mlsched validate instances/demo.toml           check an instance file
-      mlsched compare instances/demo.toml            every method against the optimum
-      mlsched solve instances/demo.toml --method exact
+      mlsched info                                   problems, methods, solvers, bundled instances
+      mlsched validate demo                          check an instance (a file, or a bundled one by name)
+      mlsched compare demo                           every method against the optimum
+      mlsched solve demo --method exact
       mlsched completion bash                        shell completion (see its --help)
     """
     _apply(ctx)

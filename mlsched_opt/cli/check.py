@@ -27,8 +27,8 @@ def check(ctx, file, solution, problem, sets, as_json) -> int:
 
     \b
     Example:
-      mlsched solve instances/demo.toml --method ffd --out ffd.sol.json
-      mlsched check instances/demo.toml ffd.sol.json
+      mlsched solve demo --method ffd --out ffd.sol.json
+      mlsched check demo ffd.sol.json
     """
     from ..pipeline import check as check_file
 

@@ -28,8 +28,8 @@ def compare(ctx, file, problem, methods, solvers, sets, certify, solver, time_li
 
     \b
     Example:
-      mlsched compare instances/demo.toml
-      mlsched compare instances/demo.toml --set objective=servers --solvers highs
+      mlsched compare demo
+      mlsched compare demo --set objective=servers --solvers highs
     """
     from ..comparison import compare as run_compare
 

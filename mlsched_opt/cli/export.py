@@ -27,7 +27,7 @@ def export(ctx, file, problem, fmt, output, sets) -> int:
 
     \b
     Example:
-      mlsched export instances/demo.toml --format lp -o demo.lp
+      mlsched export demo --format lp -o demo.lp
     """
     from ..io.files import atomic_path, check_writable
     from ..solvers import EXPORT_FORMATS, export_model

@@ -1,4 +1,4 @@
-"""``mlsched info``: problems, methods, options, trace sources, solvers and the catalog."""
+"""``mlsched info``: problems, methods, options, trace sources, solvers, the catalog and the bundled instances."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .app import catalog_of, verb
 @verb("info")
 @click.pass_context
 def info(ctx) -> int:
-    """List problems, their methods and options, solvers on this machine, and the workload catalog."""
+    """List problems, their methods and options, solvers on this machine, the workload catalog and the bundled instances."""
     from ..io import load_catalog
     from ..problems import REGISTRY
     from ..solvers import available_solvers
@@ -49,4 +49,9 @@ def info(ctx) -> int:
         click.echo(f"workload catalog ({' over '.join(str(d) for d in reversed(cat.directories))}): {', '.join(cat)}")
     except UserError as exc:
         click.echo(f"workload catalog: unavailable ({exc.message()})")
+    from ..facade import examples
+
+    bundled = examples()
+    where = next(iter(bundled.values())).parent if bundled else "none installed"
+    click.echo(f"bundled instances, by name (mlsched solve demo; ms.load(\"demo\")) ({where}): {', '.join(bundled)}")
     return 0

@@ -178,9 +178,10 @@ def solver_options(f):
 
 
 def load(path: str, catalog: str | None):
+    from ..facade import instance_path
     from ..io import load_instance
 
-    return load_instance(path, catalog=catalog)
+    return load_instance(instance_path(path), catalog=catalog)
 
 
 def catalog_files(catalog) -> list[Path]:

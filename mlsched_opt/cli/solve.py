@@ -28,10 +28,10 @@ log = logging.getLogger("mlsched_opt.cli")
 EXAMPLES = """
 \b
 Examples:
-  mlsched solve instances/demo.toml --method exact
-  mlsched solve instances/demo.toml --problem packing --method exact --solver cpsat --gap 0
-  mlsched solve instances/demo.toml --method ffd --set objective=servers --json
-  mlsched solve instances/demo.toml --method exact --out demo.sol.json
+  mlsched solve demo --method exact
+  mlsched solve demo --problem packing --method exact --solver cpsat --gap 0
+  mlsched solve demo --method ffd --set objective=servers --json
+  mlsched solve demo --method exact --out demo.sol.json
 """
 
 #: exit code of a command that ends with no answer at its time limit
@@ -120,11 +120,13 @@ def solve(ctx, file, problem, method, sets, certify, solver, time_limit, gap, th
 
 def _solve(ctx, tracker, ending, clock, file, problem, method, sets, certify, solver, gap, threads, seed, bound, out, flags):
     from ..clock import ProgressBar, listening, stop_requested
+    from ..facade import instance_path
     from ..io.files import check_writable
     from ..io.instance import refuse_slow_read
     from ..io.solution import require_json
     from ..pipeline import family_for, solve as run_pipeline
 
+    file = str(instance_path(file))  # a bundled example's name (`mlsched solve demo`) as its file
     refuse_slow_read(file, clock.left() - clock.reserve)
     inst = ending.instance = tracker.instance = _load(file, catalog_of(ctx))
     family = tracker.family = family_for(inst, problem)

@@ -18,7 +18,7 @@ def validate(ctx: click.Context, file: str) -> int:
 
     \b
     Example:
-      mlsched validate instances/demo.toml
+      mlsched validate demo
     """
     from ..problems import known_problem
 
