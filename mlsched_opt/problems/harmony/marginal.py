@@ -149,7 +149,7 @@ class HostState:
     def harm(self, add: np.ndarray, span: np.ndarray, rem: np.ndarray) -> np.ndarray:
         """Per server: the delay (intervals) the running jobs there suffer when tasks of summed intensity
         ``add`` (4,) join it and stay ``span[m]`` intervals; ``rem``: the worker entries' jobs' standalone
-        intervals left (:meth:`remaining`)."""
+        intervals left (:meth:`Marginal._remaining`)."""
         out = np.zeros(self.view.M)
         if len(self.entry_job) == 0:
             return out
