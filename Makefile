@@ -38,12 +38,14 @@ docs: setup-test
 	rm -rf docs/_build/html
 	$(BIN)/python -m sphinx -b html -E -W --keep-going -q docs docs/_build/html
 
-# lint and type-check first (seconds), then the site, then the suite; configuration in pyproject.toml
+# lint and type-check first (seconds), then the site, then the suite on two workers (pytest-xdist; a
+# module's tests stay on one worker, so its module fixtures are built once); configuration in
+# pyproject.toml.  One test alone: .venv/bin/python -m pytest tests/test_x.py::test_y
 test: setup-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(MAKE) docs
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadscope
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache docs/_build docs/reference/api docs/tutorials/*.ipynb

@@ -42,9 +42,12 @@ def test_no_benchmark_script_rewrites_the_harness():
     answer against the bound the family had before, not a method) or against Python's own start-up
     (startup.py), which no in-process suite row can express; trains an
     outside library's agent, which is no method of the family (harmony_gym.py); or draws the
-    learning curves that trained policy files carry (harmony_curve.py)."""
+    learning curves that trained policy files carry (harmony_curve.py); or replays arrivals resampled
+    from a pod list until a demand target, against an LP over the arrivals that is no method's bound
+    (fragmentation.py)."""
     scripts = {p.relative_to(BENCHMARKS).as_posix() for p in BENCHMARKS.rglob("*.py")}
-    assert scripts == {"import_traces.py", "scale.py", "scale_hard.py", "short_limits.py", "startup.py", "locality_pooled.py",
+    assert scripts == {"fragmentation.py", "import_traces.py", "scale.py", "scale_hard.py", "short_limits.py", "startup.py",
+                       "locality_pooled.py",
                        "harmony_gym.py",
                        "harmony_curve.py", "micro/certify_cost.py",
                        "micro/harmony_headroom.py", "micro/harmony_search.py", "micro/locality_lp.py"}

@@ -100,7 +100,8 @@ def test_compare_table(run):
     header = lines[1].split()
     assert header == ["method", "status", "objective", "bound", "gap", "wall", "s", "ratio", "check", "certified", "by"]
     rows = {line.split("  ")[0].strip(): line for line in lines[3:] if line and not line.startswith("ratio")}
-    assert set(rows) == {"exact (highs)", "exact (cpsat)", "ffd", "ffd-large", "bfd", "lns", "pop", "lp-relaxation (bound)"}
+    assert set(rows) == {"exact (highs)", "exact (cpsat)", "ffd", "ffd-large", "bfd", "lns", "pop", "lp-relaxation (bound)",
+                         "fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random-fit"}
     assert re.search(r"ffd\s+feasible\s+36\s+-\s+-\s+[\d.]+\s+1\.167\s+ok\s+-", rows["ffd"])
     # each exact row names the other solver that confirmed its optimum
     assert re.search(r"optimal\s+42\s+42\s+0\s+[\d.]+\s+1\s+ok\s+scip$", rows["exact (highs)"])
