@@ -19,7 +19,13 @@ k * sum_{whole t} D_t x <= k * GPUs(h)`` for k = 1, 2, 3.  Every placement's agg
 these rows, so the LP's value bounds every placement (the ``pooled_bound`` column drops the
 counting rows: the pooled relaxation's bound, for comparison).
 
-    python benchmarks/fragmentation.py --scale 0.125 --orders 2 --out docs/results/data/fragmentation
+The optimum lies between that bound and the best offline placement of the same arrivals
+(:func:`offline_best`: the online methods fed the pods largest GPU demand first, a checked
+placement, so a lower bound on it); the table reports each method's distance from both.  Where the
+exact optimum fits (``--exact-nodes``: small samples of nodes, five seeds each), the per-GPU exact
+model (weight = GPU demand) is solved and certified, and each method is set against it.
+
+    python benchmarks/fragmentation.py --scale 0.2 --orders 5 --out docs/results/data/fragmentation
 
 ``--scale`` samples that share of the 1,523 nodes (seeded), so the run fits in minutes on 2 shared
 cores; the paper's runs use the whole cluster.
@@ -104,11 +110,14 @@ def arrivals(pods: list[dict], servers: list[dict], order: str, seed: int, arriv
     return out
 
 
-def instance_doc(servers: list[dict], pods: list[dict], name: str) -> dict:
+def instance_doc(servers: list[dict], pods: list[dict], name: str, weights: bool = False) -> dict:
+    """The packing instance of ``pods`` arriving on ``servers`` under ``gpus = per-gpu``; each pod's
+    weight is 1, or its GPU demand (``weights``: the objective is then the GPUs allocated)."""
     jobs = []
     for i, p in enumerate(pods):
         job = {"id": f"a{i:05d}-{p['name']}", "architecture": "allreduce", "workers": {"count": 1},
-               "demand": {"worker": p["demand"]}, "weight": 1}
+               "demand": {"worker": p["demand"]},
+               "weight": p["demand"]["gpu"] if weights else 1}
         if p["models"]:
             job["gpu_models"] = list(p["models"])
         jobs.append(job)
@@ -116,19 +125,22 @@ def instance_doc(servers: list[dict], pods: list[dict], name: str) -> dict:
             "options": {"gpus": "per-gpu"}, "cluster": {"servers": servers}, "jobs": jobs}
 
 
-def gpu_bound(servers: list[dict], pods: list[dict], per_gpu: bool = True) -> float:
-    """The LP bound of the module docstring on the GPUs any placement of a subset of ``pods`` allocates."""
+def gpu_bound(servers: list[dict], pods: list[dict], per_gpu: bool = True, value: str = "gpus") -> float:
+    """The LP bound of the module docstring on what any placement of a subset of ``pods`` achieves:
+    the GPUs it allocates (``value = "gpus"``) or the pods it admits (``"pods"``); ``per_gpu`` adds
+    the counting rows (without them: the pooled relaxation's bound)."""
     from scipy.optimize import linprog
+
+    def key3(d: dict) -> tuple[float, float, float]:
+        return d.get("gpu", 0.0), d.get("cpu", 0.0), d.get("memory_gb", 0.0)
 
     shapes: dict[tuple, int] = {}
     for s in servers:
-        c = s["capacity"]
-        key = (c["gpu"], c["cpu"], c["memory_gb"], s.get("gpu_model"))
+        key = (*key3(s["capacity"]), s.get("gpu_model"))
         shapes[key] = shapes.get(key, 0) + 1
     types: dict[tuple, int] = {}
     for p in pods:
-        d = p["demand"]
-        key = (d["gpu"], d["cpu"], d["memory_gb"], p["models"])
+        key = (*key3(p["demand"]), p["models"])
         types[key] = types.get(key, 0) + 1
     tl, hl = list(types), list(shapes)
     cols = [(t, h) for t, tk in enumerate(tl) for h, hk in enumerate(hl)
@@ -161,19 +173,49 @@ def gpu_bound(servers: list[dict], pods: list[dict], per_gpu: bool = True) -> fl
     for i, row in enumerate(rows):
         for k, v in row:
             a[i, k] = v
-    c = -np.array([tl[t][0] for t, _h in cols])
+    c = -np.array([tl[t][0] if value == "gpus" else 1.0 for t, _h in cols])
     res = linprog(c, A_ub=a, b_ub=np.array(rhs), bounds=(0, None), method="highs")
     assert res.status == 0, res.message
     return float(-res.fun)
 
 
-def run_one(servers: list[dict], pods: list[dict], method: str, seed: int) -> tuple[list[float], list[float]]:
-    """Cumulative arrived and allocated GPUs after each arrival."""
+def _view(servers: list[dict], pods: list[dict], weights: bool = False):
     from mlsched_opt.io import from_document
-    from mlsched_opt.problems.packing.fragmentation import online
     from mlsched_opt.problems.packing.view import packing_view
 
-    view = packing_view(from_document(instance_doc(servers, pods, "fragmentation")))
+    doc = instance_doc(servers, pods, "fragmentation", weights)
+    return packing_view(from_document(doc))
+
+
+#: the methods that place the arrivals offline, largest GPU demand first (a lower bound on the optimum)
+OFFLINE = ("best-fit", "fgd", "gpu-packing")
+
+
+def offline_best(servers: list[dict], pods: list[dict], seed: int) -> tuple[float, str]:
+    """The most GPUs a placement of the same arrivals is known to allocate, and by what: each of
+    :data:`OFFLINE` placing them offline, largest GPU demand first (whole GPUs, then shares), solved
+    and checked through the facade (weight = GPU demand, so the checked objective is the GPUs
+    allocated).  A checked placement of a subset of the arrivals, so a lower bound on the optimum;
+    where it meets :func:`gpu_bound`, the optimum is certified."""
+    import mlsched_opt as ms
+    from mlsched_opt.io import from_document
+
+    ranked = sorted(pods, key=lambda p: -p["demand"]["gpu"])
+    inst = from_document(instance_doc(servers, ranked, "offline", weights=True))
+    best, by = 0.0, ""
+    for method in OFFLINE:
+        run = ms.solve(inst, method, seed=seed, bound=False, options={"objective": "weight"})
+        assert run.check is not None and run.check.feasible and run.check.objective is not None, (method, run.check)
+        if run.check.objective > best + 1e-9:
+            best, by = float(run.check.objective), method
+    return best, by
+
+
+def run_one(servers: list[dict], pods: list[dict], method: str, seed: int) -> tuple[list[float], list[float]]:
+    """Cumulative arrived and allocated GPUs after each arrival."""
+    from mlsched_opt.problems.packing.fragmentation import online
+
+    view = _view(servers, pods)
     gpu = np.array([p["demand"]["gpu"] for p in pods])
     placed = np.zeros(len(pods), dtype=bool)
 
@@ -184,6 +226,46 @@ def run_one(servers: list[dict], pods: list[dict], method: str, seed: int) -> tu
     return list(np.cumsum(gpu)), list(np.cumsum(gpu * placed))
 
 
+def small_clusters(folder: Path, sizes: list[int], seeds: int, arrive: float, methods: list[str], limit: float) -> list[dict]:
+    """Where the exact optimum fits: ``seeds`` samples of each size of nodes (seeded), the default pod
+    list shuffled (seeded) until ``arrive`` x their GPUs; the per-GPU exact model (weight = GPU
+    demand, so its objective is the GPUs allocated; HiGHS, confirmed by SCIP, ``limit`` seconds as a
+    safety net), the LP bound and the offline placements, then every method online against the
+    optimum when one of them certifies it (a lower bound meets an upper bound)."""
+    import mlsched_opt as ms
+    from mlsched_opt.io import from_document
+
+    nodes = read_nodes(folder, 1.0, 0)
+    pods = read_pods(folder, "default")
+    rows = []
+    for size in sizes:
+        for seed in range(seeds):
+            rng = np.random.default_rng(1000 * size + seed)
+            servers = [nodes[i] for i in np.sort(rng.choice(len(nodes), size=size, replace=False))]
+            total = sum(s["capacity"]["gpu"] for s in servers)
+            arrived = arrivals(pods, servers, f"shuffle-{seed}", seed, arrive)
+            bound = gpu_bound(servers, arrived)
+            offline, by = offline_best(servers, arrived, seed)
+            run = ms.solve(from_document(instance_doc(servers, arrived, "small", weights=True)), "exact", time_limit=limit,
+                           seed=seed, options={"objective": "weight"})
+            exact = run.check.objective if run.check is not None and run.check.feasible else None
+            low = max(offline, exact or 0.0)
+            high = min(bound, run.bound if run.bound is not None else bound)
+            optimum = low if high - low <= 1e-6 * max(1.0, high) else None
+            row = {"nodes": size, "seed": seed, "cluster_gpus": total, "pods": len(arrived), "lp_bound_gpus": round(bound, 3),
+                   "offline_gpus": round(offline, 3), "offline_by": by, "exact_status": run.status,
+                   "exact_gpus": None if exact is None else round(exact, 3),
+                   "exact_bound_gpus": None if run.bound is None else round(run.bound, 3),
+                   "optimum_gpus": None if optimum is None else round(optimum, 3)}
+            for method in methods:
+                alloc = run_one(servers, arrived, method, seed)[1][-1]
+                row[f"{method}_gpus"] = round(alloc, 3)
+            rows.append(row)
+            print(f"{size} nodes, seed {seed}: {total} GPUs; LP {bound:.2f}, offline {offline:.2f} ({by}), exact {run.status} "
+                  f"{exact} (bound {run.bound}); optimum {optimum}", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.125, help="share of the nodes sampled (seeded)")
@@ -192,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--exact-nodes", default="8,12", help="cluster sizes (nodes) of the exact part; empty: none")
+    parser.add_argument("--exact-seeds", type=int, default=5, help="samples of each size")
+    parser.add_argument("--exact-limit", type=float, default=60.0, help="seconds per exact solve (a safety net)")
     parser.add_argument("--out", default="docs/results/data/fragmentation")
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -210,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             arrived = arrivals(pods, servers, order, args.seed + k, args.arrive)
             bound = gpu_bound(servers, arrived)
             pooled = gpu_bound(servers, arrived, per_gpu=False)
+            offline, by = offline_best(servers, arrived, args.seed + k)
             marks = sorted({min(len(arrived), int(np.searchsorted(np.cumsum([p["demand"]["gpu"] for p in arrived]), f * total)) + 1)
                             for f in np.arange(0.1, args.arrive + 1e-9, 0.1)})
             bounds = {m: gpu_bound(servers, arrived[:m]) for m in marks}
@@ -220,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                 summary.append({"variant": variant, "order": order, "method": method, "pods": len(arrived),
                                 "cluster_gpus": total, "arrived_gpus": round(arr[-1], 3), "allocated_gpus": round(alloc[-1], 3),
                                 "unallocated_gpus": round(total - alloc[-1], 3), "bound_gpus": round(bound, 3),
-                                "pooled_bound_gpus": round(pooled, 3), "from_bound_gpus": round(bound - alloc[-1], 3),
+                                "pooled_bound_gpus": round(pooled, 3), "offline_gpus": round(offline, 3), "offline_by": by,
+                                "from_bound_gpus": round(bound - alloc[-1], 3), "from_offline_gpus": round(offline - alloc[-1], 3),
                                 "wall_s": round(wall, 2)})
                 step = max(1, len(arr) // 60)
                 for i in list(range(0, len(arr), step)) + [len(arr) - 1]:
@@ -232,7 +319,11 @@ def main(argv: list[str] | None = None) -> int:
                 curves.append({"variant": variant, "order": order, "method": "bound",
                                "arrived_pct": round(100 * sum(p["demand"]["gpu"] for p in arrived[:m]) / total, 3),
                                "allocated_pct": round(100 * bounds[m] / total, 3)})
-    for name, rows in (("summary.csv", summary), ("curves.csv", curves)):
+    small = small_clusters(folder, [int(n) for n in args.exact_nodes.split(",") if n], args.exact_seeds, args.arrive,
+                           args.methods.split(","), args.exact_limit)
+    for name, rows in (("summary.csv", summary), ("curves.csv", curves), ("exact.csv", small)):
+        if not rows:
+            continue
         with open(out / name, "w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
