@@ -251,7 +251,10 @@ def small_clusters(folder: Path, sizes: list[int], seeds: int, arrive: float, me
             exact = run.check.objective if run.check is not None and run.check.feasible else None
             low = max(offline, exact or 0.0)
             high = min(bound, run.bound if run.bound is not None else bound)
-            optimum = low if high - low <= 1e-6 * max(1.0, high) else None
+            tol = 1e-6 * max(1.0, high)
+            # a checked answer above a bound would make one of them wrong: refuse to certify anything
+            assert low <= high + tol, f"{size} nodes, seed {seed}: checked {low} above the bound {high}"
+            optimum = low if high - low <= tol else None
             row = {"nodes": size, "seed": seed, "cluster_gpus": total, "pods": len(arrived), "lp_bound_gpus": round(bound, 3),
                    "offline_gpus": round(offline, 3), "offline_by": by, "exact_status": run.status,
                    "exact_gpus": None if exact is None else round(exact, 3),
@@ -322,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     small = small_clusters(folder, [int(n) for n in args.exact_nodes.split(",") if n], args.exact_seeds, args.arrive,
                            args.methods.split(","), args.exact_limit)
     for name, rows in (("summary.csv", summary), ("curves.csv", curves), ("exact.csv", small)):
-        if not rows:
+        if not rows:  # no stale file from an earlier run beside the new ones
+            (out / name).unlink(missing_ok=True)
             continue
         with open(out / name, "w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -313,12 +313,12 @@ def render_fragmentation(page: Path | None) -> str:
         low = [float(r["from_offline_gpus"]) for r in rs]
         high = [float(r["from_bound_gpus"]) for r in rs]
         cuts = [1 - fgd[(r["variant"], r["order"])] / float(r["unallocated_gpus"]) for r in rs
-                if method != "fgd" and float(r["unallocated_gpus"]) > 0]
+                if method != "fgd" and (r["variant"], r["order"]) in fgd and float(r["unallocated_gpus"]) > 0]
         body.append([variant, method, len(rs), f"{median(unalloc):,.1f} / {max(unalloc):,.1f}",
                      f"{median(low):,.1f}-{median(high):,.1f}", f"{max(low):,.1f}-{max(high):,.1f}",
                      f"{100 * median(cuts):.0f} % / {100 * min(cuts):.0f} %" if cuts else ""])
     cluster = float(rows[0]["cluster_gpus"])
-    gaps = [float(r["bound_gpus"]) - float(r["offline_gpus"]) for r in rows if r["method"] == "fgd"]
+    gaps = [float(r["bound_gpus"]) - float(r["offline_gpus"]) for r in rows]  # one bracket per order, on each of its rows
     parts = [figure(folder / "fragmentation.png", page, "GPU allocation against arrived GPU demand, per method, with the LP bound"), "",
              table(["pods", "method", "orders", "unallocated at saturation (median / worst)", "from the optimum (median)",
                     "from the optimum (worst)", "FGD's cut of unallocated GPUs (median / smallest)"], body,
