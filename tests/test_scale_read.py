@@ -78,3 +78,19 @@ def test_a_json_instance_over_the_jobs_limit_is_refused_before_it_is_parsed(tmp_
         load_instance(path)
     assert "over the limit jobs=1000" in str(err.value) and err.value.field == "jobs"
     assert sum(fed) < len(text)  # the first 16 MiB chunk of a 19 MiB file, no more
+
+
+def test_a_slow_read_refusal_states_a_time_above_the_time_left(tmp_path):
+    """Half a MiB of JSON at 3 MiB/s needs about 0.17 s: the message must not round it to "0 s"
+    next to "0.1 s left" (it read as a contradiction)."""
+    import re
+
+    from mlsched_opt.io.instance import refuse_slow_read
+
+    path = tmp_path / "half.json"
+    path.write_bytes(b" " * (1 << 19))
+    with pytest.raises(InstanceError) as err:
+        refuse_slow_read(path, 0.1)
+    need, left = (float(x) for x in re.search(r"about ([\d.]+) s .* the ([\d.]+) s left", str(err.value)).groups())
+    assert need > left and "0.5 MiB" in str(err.value)
+    refuse_slow_read(path, 1.0)  # enough time: no refusal

@@ -284,7 +284,8 @@ def refuse_slow_read(path: str | Path, seconds_left: float) -> None:
     if rate is None or size / 2**20 / rate <= seconds_left:
         return
     need = size / 2**20 / rate
-    raise InstanceError(f"{size / 2**20:.1f} MiB takes about {need:.0f} s to read here ({rate:g} MiB/s), more than the "
+    # two significant figures: "0.5 MiB takes about 0 s ... more than the 0.1 s left" read as a contradiction
+    raise InstanceError(f"{size / 2**20:.2g} MiB takes about {need:.2g} s to read here ({rate:g} MiB/s), more than the "
                         f"{max(seconds_left, 0):.1f} s left of --time-limit (raise --time-limit)", str(path))
 
 
