@@ -284,9 +284,12 @@ def refuse_slow_read(path: str | Path, seconds_left: float) -> None:
     if rate is None or size / 2**20 / rate <= seconds_left:
         return
     need = size / 2**20 / rate
-    # two significant figures: "0.5 MiB takes about 0 s ... more than the 0.1 s left" read as a contradiction
-    raise InstanceError(f"{size / 2**20:.2g} MiB takes about {need:.2g} s to read here ({rate:g} MiB/s), more than the "
-                        f"{max(seconds_left, 0):.1f} s left of --time-limit (raise --time-limit)", str(path))
+
+    def short(x: float) -> str:  # two significant figures below 10 ("about 0 s ... 0.1 s left" read as a contradiction)
+        return f"{x:.2g}" if x < 10 else f"{x:.0f}"
+
+    raise InstanceError(f"{short(size / 2**20)} MiB takes about {short(need)} s to read here ({rate:g} MiB/s), more than the "
+                        f"{short(max(seconds_left, 0))} s left of --time-limit (raise --time-limit)", str(path))
 
 
 _TOML_JOBS = re.compile(rb"(?m)^[ \t]*\[\[[ \t]*jobs[ \t]*\]\]")
