@@ -179,12 +179,11 @@ def gpu_bound(servers: list[dict], pods: list[dict], per_gpu: bool = True, value
     return float(-res.fun)
 
 
-def _view(servers: list[dict], pods: list[dict], weights: bool = False):
+def _instance(servers: list[dict], pods: list[dict], name: str, weights: bool = False):
+    """:func:`instance_doc` read and validated as the library reads a file."""
     from mlsched_opt.io import from_document
-    from mlsched_opt.problems.packing.view import packing_view
 
-    doc = instance_doc(servers, pods, "fragmentation", weights)
-    return packing_view(from_document(doc))
+    return from_document(instance_doc(servers, pods, name, weights))
 
 
 #: the methods that place the arrivals offline, largest GPU demand first (a lower bound on the optimum)
@@ -198,10 +197,9 @@ def offline_best(servers: list[dict], pods: list[dict], seed: int) -> tuple[floa
     allocated).  A checked placement of a subset of the arrivals, so a lower bound on the optimum;
     where it meets :func:`gpu_bound`, the optimum is certified."""
     import mlsched_opt as ms
-    from mlsched_opt.io import from_document
 
     ranked = sorted(pods, key=lambda p: -p["demand"]["gpu"])
-    inst = from_document(instance_doc(servers, ranked, "offline", weights=True))
+    inst = _instance(servers, ranked, "offline", weights=True)
     best, by = 0.0, ""
     for method in OFFLINE:
         run = ms.solve(inst, method, seed=seed, bound=False, options={"objective": "weight"})
@@ -214,8 +212,9 @@ def offline_best(servers: list[dict], pods: list[dict], seed: int) -> tuple[floa
 def run_one(servers: list[dict], pods: list[dict], method: str, seed: int) -> tuple[list[float], list[float]]:
     """Cumulative arrived and allocated GPUs after each arrival."""
     from mlsched_opt.problems.packing.fragmentation import online
+    from mlsched_opt.problems.packing.view import packing_view
 
-    view = _view(servers, pods)
+    view = packing_view(_instance(servers, pods, "fragmentation"))
     gpu = np.array([p["demand"]["gpu"] for p in pods])
     placed = np.zeros(len(pods), dtype=bool)
 
@@ -233,7 +232,6 @@ def small_clusters(folder: Path, sizes: list[int], seeds: int, arrive: float, me
     safety net), the LP bound and the offline placements, then every method online against the
     optimum when one of them certifies it (a lower bound meets an upper bound)."""
     import mlsched_opt as ms
-    from mlsched_opt.io import from_document
 
     nodes = read_nodes(folder, 1.0, 0)
     pods = read_pods(folder, "default")
@@ -246,7 +244,7 @@ def small_clusters(folder: Path, sizes: list[int], seeds: int, arrive: float, me
             arrived = arrivals(pods, servers, f"shuffle-{seed}", seed, arrive)
             bound = gpu_bound(servers, arrived)
             offline, by = offline_best(servers, arrived, seed)
-            run = ms.solve(from_document(instance_doc(servers, arrived, "small", weights=True)), "exact", time_limit=limit,
+            run = ms.solve(_instance(servers, arrived, "small", weights=True), "exact", time_limit=limit,
                            seed=seed, options={"objective": "weight"})
             exact = run.check.objective if run.check is not None and run.check.feasible else None
             low = max(offline, exact or 0.0)

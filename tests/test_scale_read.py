@@ -4,6 +4,7 @@ parsed, checked against the parser on any document and any chunking."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -83,8 +84,6 @@ def test_a_json_instance_over_the_jobs_limit_is_refused_before_it_is_parsed(tmp_
 def test_a_slow_read_refusal_states_a_time_above_the_time_left(tmp_path):
     """Half a MiB of JSON at 3 MiB/s needs about 0.17 s: the message must not round it to "0 s"
     next to "0.1 s left" (it read as a contradiction)."""
-    import re
-
     from mlsched_opt.io.instance import refuse_slow_read
 
     path = tmp_path / "half.json"
